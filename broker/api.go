@@ -1,0 +1,99 @@
+// Package broker makes every API call a guest asks for: it validates the request, checks the
+// run's grant, consults the run's circuit breaker, enforces the budget, injects the credential,
+// forwards, and records a trace entry and counters. One Run serves one run.
+package broker
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// Request is one guest call, decoded from the ABI's request envelope.
+type Request struct {
+	Method  string
+	Path    string
+	Query   string
+	Headers http.Header
+	Body    []byte
+}
+
+// Response is what the guest sees.
+type Response struct {
+	Status  int
+	Headers http.Header
+	Body    []byte
+}
+
+// Outcome is what happened to one call.
+type Outcome string
+
+const (
+	Forwarded  Outcome = "forwarded"
+	Shed       Outcome = "shed"
+	Denied     Outcome = "denied"
+	OverBudget Outcome = "over_budget"
+	Invalid    Outcome = "invalid"
+	Failed     Outcome = "failed"
+)
+
+// Config builds a Run.
+type Config struct {
+	Profile   *profiles.Profile
+	Secret    profiles.Secret   // resolved credential; see profiles.Profile.ResolveSecret
+	Transport http.RoundTripper // upstream transport; nil means a fresh private http.Transport
+	Now       func() time.Time  // clock; nil means time.Now
+	RunID     string
+	Tool      string
+}
+
+// Status is how a run ended, as written on the audit line.
+type Status string
+
+const (
+	StatusOK      Status = "ok"
+	StatusError   Status = "error"   // the tool failed: threw, exited non-zero, bad input
+	StatusTimeout Status = "timeout" // the run deadline passed
+	StatusLimit   Status = "limit"   // a resource limit was hit: memory, output, log, host calls, stack
+)
+
+// TraceEntry is one guest call in the run's call trace (one JSON line each).
+type TraceEntry struct {
+	Seq            int     `json:"seq"`
+	TMs            int64   `json:"t_ms"`
+	Method         string  `json:"method"`
+	Path           string  `json:"path"`
+	Route          string  `json:"route"`
+	Outcome        Outcome `json:"outcome"`
+	Status         int     `json:"status"`
+	UpstreamStatus int     `json:"upstream_status"`
+	LatencyMs      float64 `json:"latency_ms"`
+	Reason         string  `json:"reason"`
+}
+
+// Counters are the run's call tallies.
+type Counters struct {
+	HostCalls    int `json:"host_calls"`
+	Forwarded    int `json:"host_calls_forwarded"`
+	Shed         int `json:"host_calls_shed"`
+	Denied       int `json:"host_calls_denied"`
+	OverBudget   int `json:"host_calls_over_budget"`
+	Invalid      int `json:"host_calls_invalid"`
+	Failed       int `json:"host_calls_failed"`
+	Probes       int `json:"probes"`
+	ProbesOK     int `json:"probes_ok"`
+	BreakerOpens int `json:"breaker_opens"`
+}
+
+// Audit is the run's one audit line.
+type Audit struct {
+	RunID   string `json:"run_id"`
+	Profile string `json:"profile"`
+	Tool    string `json:"tool"`
+	Status  Status `json:"status"`
+	Error   string `json:"error"`
+	Counters
+	BudgetCalls int   `json:"budget_calls"`
+	DurationMs  int64 `json:"duration_ms"`
+}

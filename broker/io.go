@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+)
+
+type ioReadCloser = io.ReadCloser
+
+var errBodyTooLarge = errors.New("body over the cap")
+
+func bodyReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+// readCapped reads at most max bytes of the body; one byte more is an error, whatever
+// Content-Length claimed.
+func readCapped(resp *http.Response, max int64) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength > max {
+		return nil, errBodyTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, errBodyTooLarge
+	}
+	return b, nil
+}
+
+// drain discards a probe's body so the connection can be reused, without reading much.
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}

@@ -1,0 +1,73 @@
+// Package profiles loads grant profiles: the named, operator-written permission for a run to call
+// listed routes of one API with one credential.
+package profiles
+
+import (
+	"net/url"
+	"time"
+)
+
+// Profile is one validated grant profile. It is immutable after Load.
+type Profile struct {
+	Name        string     // the file's base name without extension
+	File        string     // where it was loaded from
+	BaseURL     *url.URL   // scheme, host, port and path only
+	Credential  Credential // how the secret reaches the upstream
+	Routes      []Route    // compiled at load, in file order
+	HealthCheck *Route     // optional; a GET of a concrete path
+	Preamble    string     // optional; absolute path of a generated client library
+	Budget      Budget     // forwarded calls per run
+	Limits      Limits     // resource limits, defaults filled in
+}
+
+// Credential says where the secret comes from and how it is sent. The secret itself is resolved
+// only at run start (see Resolve) and never stored here.
+type Credential struct {
+	Header string // default "Authorization"
+	Scheme string // optional, e.g. "Bearer"; sent as "Scheme secret"
+	Env    string // read from this environment variable, or
+	File   string // read from this file (trailing newline trimmed)
+}
+
+// Budget caps what one run may spend.
+type Budget struct {
+	Calls int // forwarded calls per run
+}
+
+// Limits bound one run's resources.
+type Limits struct {
+	RunTimeout       time.Duration // whole run
+	CallTimeout      time.Duration // one forwarded call, headers and body
+	Memory           int64         // guest linear memory, bytes
+	MaxResponseBytes int64         // upstream body cap
+	MaxRequestBytes  int64         // request envelope cap
+	MaxOutputBytes   int64         // guest stdout cap
+	MaxLogBytes      int64         // guest stderr cap
+	MaxHostCalls     int           // host_call invocations per run, any outcome
+}
+
+// Defaults for Limits and Budget.
+var DefaultLimits = Limits{
+	RunTimeout:       30 * time.Second,
+	CallTimeout:      10 * time.Second,
+	Memory:           256 << 20,
+	MaxResponseBytes: 8 << 20,
+	MaxRequestBytes:  1 << 20,
+	MaxOutputBytes:   1 << 20,
+	MaxLogBytes:      1 << 20,
+	MaxHostCalls:     1000,
+}
+
+const DefaultBudgetCalls = 100
+
+// Secret is a resolved credential. It never prints its value.
+type Secret struct{ value string }
+
+func (s Secret) String() string   { return "[redacted]" }
+func (s Secret) GoString() string { return "profiles.Secret{[redacted]}" }
+
+// Value returns the secret itself; only the broker's forwarder and redactor call it.
+func (s Secret) Value() string { return s.value }
+
+// NewSecret wraps a value (for tests and embedders that resolve credentials themselves).
+func NewSecret(v string) Secret { return Secret{value: v} }

@@ -1,0 +1,96 @@
+package profiles
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Route is one granted METHOD + path pattern, split into segments at load so matching does no
+// parsing and no allocation. A '*' segment matches exactly one non-empty segment.
+type Route struct {
+	Method   string
+	Pattern  string
+	segments []string
+}
+
+// String is the route as written in the profile: "GET /pets/*".
+func (r Route) String() string { return r.Method + " " + r.Pattern }
+
+// Match reports whether method and a canonical path fall under this route. Matching is exact and
+// case-sensitive: the broker never rewrites what it matches.
+func (r *Route) Match(method, path string) bool {
+	if method != r.Method || len(path) == 0 || path[0] != '/' {
+		return false
+	}
+	if len(r.segments) == 0 {
+		return path == "/"
+	}
+	rest := path[1:]
+	for i, want := range r.segments {
+		seg, tail, more := strings.Cut(rest, "/")
+		if seg == "" || (want != "*" && seg != want) {
+			return false
+		}
+		last := i == len(r.segments)-1
+		if more == last { // a path with more or fewer segments than the pattern
+			return false
+		}
+		rest = tail
+	}
+	return true
+}
+
+var routeMethods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true,
+}
+
+// ParseRoute parses "METHOD /path/*" as it appears in a profile.
+func ParseRoute(s string) (Route, error) {
+	method, pattern, ok := strings.Cut(s, " ")
+	if !ok {
+		return Route{}, fmt.Errorf("%q is not \"METHOD /path\"", s)
+	}
+	if !routeMethods[method] {
+		return Route{}, fmt.Errorf("%q: method %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", s, method)
+	}
+	if err := checkPattern(pattern); err != nil {
+		return Route{}, fmt.Errorf("%q: %w", s, err)
+	}
+	segs := []string{}
+	if pattern != "/" {
+		segs = strings.Split(pattern[1:], "/")
+	}
+	return Route{Method: method, Pattern: pattern, segments: segs}, nil
+}
+
+// checkPattern holds patterns to the same canonical rules the broker applies to guest paths, so a
+// granted route can always be matched by some canonical path.
+func checkPattern(p string) error {
+	if p == "" || p[0] != '/' {
+		return fmt.Errorf("path %q must start with '/'", p)
+	}
+	if p == "/" {
+		return nil
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		switch {
+		case seg == "":
+			return fmt.Errorf("path %q has an empty segment", p)
+		case seg == "." || seg == "..":
+			return fmt.Errorf("path %q has a %q segment", p, seg)
+		case seg != "*" && strings.Contains(seg, "*"):
+			return fmt.Errorf("path %q: '*' must be a whole segment", p)
+		case strings.ContainsAny(seg, "{}"):
+			return fmt.Errorf("path %q has a '{param}': write '*' for a path parameter", p)
+		}
+		for i := 0; i < len(seg); i++ {
+			if c := seg[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`\;?#%`, c) >= 0 {
+				return fmt.Errorf("path %q has a character %q that a canonical path cannot contain", p, c)
+			}
+		}
+	}
+	return nil
+}
+
+// concrete reports whether a pattern has no wildcard.
+func (r Route) concrete() bool { return !strings.Contains(r.Pattern, "*") }
