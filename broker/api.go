@@ -70,6 +70,9 @@ type TraceEntry struct {
 	UpstreamStatus int     `json:"upstream_status"`
 	LatencyMs      float64 `json:"latency_ms"`
 	Reason         string  `json:"reason"`
+	// Probe is set on a call that was picked to probe health_check: "ok" (the breaker closed and
+	// the call went on) or "not_ready" (the call was shed). The probe itself is never an entry.
+	Probe string `json:"probe,omitempty"`
 }
 
 // Counters are the run's call tallies.

@@ -84,6 +84,12 @@ func NewRun(cfg Config) (*Run, error) {
 	return r, nil
 }
 
+// Values of TraceEntry.Probe.
+const (
+	ProbeOK       = "ok"
+	ProbeNotReady = "not_ready"
+)
+
 // Redacted replaces the secret wherever an upstream echoes it back.
 const Redacted = "[redacted]"
 
@@ -152,10 +158,13 @@ func (r *Run) admit(ctx context.Context, entry *TraceEntry, t0 time.Time) (Respo
 	decision := r.breaker.Decide(t0)
 	r.mu.Unlock()
 	if decision == breaker.Probe {
-		if status, ok := r.probe(ctx); !ok {
+		status, ok := r.probe(ctx)
+		if !ok {
+			entry.Probe = ProbeNotReady
 			reason := fmt.Sprintf("breaker open; health probe %s answered %s", r.profile.HealthCheck, probeResult(status))
 			return r.shed(*entry, reason, t0), true
 		}
+		entry.Probe = ProbeOK
 	} else if decision == breaker.Shed {
 		return r.shed(*entry, r.shedReason(), t0), true
 	}
