@@ -1,0 +1,207 @@
+//go:build wasip1
+
+// Command guest is the Go test guest: a wasip1 reactor whose exported run reads one command from
+// stdin and does what the host's tests need. It is not a tool anyone would write; see
+// guests/testguest for the embedded build.
+//
+// The command is one JSON object:
+//
+//	{"op":"call","n":3,"envelope":"{...}","cap":4096,"print":true}
+//	    make n host calls with envelope; cap is the response buffer (a smaller one exercises
+//	    host_response); print writes each response envelope to stdout, one a line
+//	{"op":"raw","args":[req_ptr,req_len,resp_ptr,resp_cap]}
+//	    call host_call with these exact i32s and print the return value; a negative req_ptr or
+//	    resp_ptr means "my buffer", so only the other values are arbitrary
+//	{"op":"loop"}                   spin forever
+//	{"op":"oom"}                    allocate and keep 1 MiB blocks until the runtime dies
+//	{"op":"flood","fd":1,"n":N}     write n bytes (forever when n is 0) to stdout (1) or stderr (2)
+//	{"op":"sleep","ms":N}           sleep, then print "slept"
+//	{"op":"fail","msg":"..."}       write msg to stderr and return 1
+//	{"op":"panic","msg":"..."}      panic (the Go runtime exits with code 2)
+//	{"op":"env"}                    print what the sandbox lets the guest see: args, environment,
+//	                                files, clock and randomness
+//	{"op":"state"}                  bump a package-level counter and print it (1 in a fresh instance)
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+//go:wasmimport plimsoll host_call
+func hostCall(reqPtr, reqLen, respPtr, respCap uint32) int32
+
+//go:wasmimport plimsoll host_response
+func hostResponse(ptr, capacity uint32) int32
+
+type command struct {
+	Op       string  `json:"op"`
+	N        int     `json:"n"`
+	Envelope string  `json:"envelope"`
+	Cap      int     `json:"cap"`
+	Print    bool    `json:"print"`
+	Args     []int64 `json:"args"`
+	FD       int     `json:"fd"`
+	Ms       int     `json:"ms"`
+	Msg      string  `json:"msg"`
+}
+
+var counter int
+
+func main() {}
+
+//go:wasmexport run
+func run() int32 {
+	in, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return fail("read stdin: " + err.Error())
+	}
+	var c command
+	if err := json.Unmarshal(in, &c); err != nil {
+		return fail("bad command: " + err.Error())
+	}
+	switch c.Op {
+	case "call":
+		return call(c)
+	case "raw":
+		return raw(c)
+	case "loop":
+		for {
+			counter++
+		}
+	case "oom":
+		var keep [][]byte
+		for {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+	case "flood":
+		return flood(c)
+	case "sleep":
+		time.Sleep(time.Duration(c.Ms) * time.Millisecond)
+		fmt.Println("slept")
+	case "fail":
+		return fail(c.Msg)
+	case "panic":
+		panic(c.Msg)
+	case "env":
+		return env()
+	case "state":
+		counter++
+		fmt.Println(counter)
+	default:
+		return fail("unknown op " + c.Op)
+	}
+	return 0
+}
+
+func call(c command) int32 {
+	req := []byte(c.Envelope)
+	resp := make([]byte, max(c.Cap, 1))
+	for range c.N {
+		n := hostCall(addr(req), uint32(len(req)), addr(resp), uint32(c.Cap))
+		if n < 0 {
+			return fail(fmt.Sprintf("host_call returned %d", n))
+		}
+		got := resp
+		if int(n) > c.Cap {
+			got = make([]byte, n)
+			if m := hostResponse(addr(got), uint32(n)); m != n {
+				return fail(fmt.Sprintf("host_response returned %d, want %d", m, n))
+			}
+		}
+		if c.Print {
+			os.Stdout.Write(got[:n])
+			os.Stdout.Write([]byte("\n"))
+		}
+	}
+	runtime.KeepAlive(req)
+	runtime.KeepAlive(resp)
+	return 0
+}
+
+func raw(c command) int32 {
+	if len(c.Args) != 4 {
+		return fail("raw needs 4 args")
+	}
+	buf := make([]byte, 256)
+	copy(buf, `{"method":"GET","path":"/"}`)
+	a := [4]uint32{}
+	for i, v := range c.Args {
+		a[i] = uint32(v)
+		if v < 0 && (i == 0 || i == 2) {
+			a[i] = addr(buf)
+		}
+	}
+	fmt.Println(hostCall(a[0], a[1], a[2], a[3]))
+	runtime.KeepAlive(buf)
+	return 0
+}
+
+func flood(c command) int32 {
+	w := os.Stdout
+	if c.FD == 2 {
+		w = os.Stderr
+	}
+	chunk := make([]byte, 4096)
+	for i := range chunk {
+		chunk[i] = 'a' + byte(i%26)
+	}
+	for written := 0; c.N == 0 || written < c.N; {
+		n := len(chunk)
+		if c.N > 0 && c.N-written < n {
+			n = c.N - written
+		}
+		if _, err := w.Write(chunk[:n]); err != nil {
+			return fail("write: " + err.Error())
+		}
+		written += n
+	}
+	return 0
+}
+
+func env() int32 {
+	_, ferr := os.ReadFile("/etc/passwd")
+	_, derr := os.ReadDir("/")
+	r := make([]byte, 16)
+	_, rerr := rand.Read(r)
+	out := map[string]any{
+		"args":       os.Args,
+		"environ":    os.Environ(),
+		"read_file":  errString(ferr),
+		"read_dir":   errString(derr),
+		"unix_ms":    time.Now().UnixMilli(),
+		"random":     hex.EncodeToString(r),
+		"random_err": errString(rerr),
+	}
+	b, _ := json.Marshal(out)
+	os.Stdout.Write(b)
+	return 0
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func fail(msg string) int32 {
+	fmt.Fprintln(os.Stderr, msg)
+	return 1
+}
+
+// addr is the guest address of b's first byte.
+func addr(b []byte) uint32 {
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
