@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"bytes"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -38,7 +40,59 @@ func (e *Error) Error() string {
 
 // parsers maps the file extensions a profile may have to their parsers.
 var parsers = map[string]koanf.Parser{
-	".yaml": yaml.Parser(), ".yml": yaml.Parser(), ".toml": toml.Parser(), ".json": json.Parser(),
+	".yaml": yaml.Parser(), ".yml": yaml.Parser(), ".toml": toml.Parser(), ".json": strictJSON{json.Parser()},
+}
+
+// strictJSON refuses a key given twice in one object, as the YAML and TOML parsers do. Plain
+// encoding/json keeps the last one silently, so `"budget":{"calls":1}` could be overridden by a
+// second budget further down the file.
+type strictJSON struct{ koanf.Parser }
+
+func (p strictJSON) Unmarshal(b []byte) (map[string]any, error) {
+	if err := duplicateKey(stdjson.NewDecoder(bytes.NewReader(b))); err != nil && err != errSyntax {
+		return nil, err
+	}
+	return p.Parser.Unmarshal(b) // reports syntax errors better than the walk would
+}
+
+var errSyntax = errors.New("json syntax error")
+
+// duplicateKey walks one JSON value and reports the first key repeated within an object.
+func duplicateKey(dec *stdjson.Decoder) error {
+	t, err := dec.Token()
+	if err != nil {
+		return errSyntax
+	}
+	switch t {
+	case stdjson.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return errSyntax
+			}
+			key, _ := k.(string)
+			if seen[key] {
+				return fmt.Errorf("json: key %q is given twice in one object", key)
+			}
+			seen[key] = true
+			if err := duplicateKey(dec); err != nil {
+				return err
+			}
+		}
+	case stdjson.Delim('['):
+		for dec.More() {
+			if err := duplicateKey(dec); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return errSyntax
+	}
+	return nil
 }
 
 const maxPreambleBytes = 1 << 20
