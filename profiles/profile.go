@@ -60,14 +60,21 @@ var DefaultLimits = Limits{
 
 const DefaultBudgetCalls = 100
 
-// Secret is a resolved credential. It never prints its value.
-type Secret struct{ value string }
+// Secret is a resolved credential. It never prints its value. The value sits behind a pointer:
+// String and GoString cover %v, %s and %#v, and every other way fmt can reach it (%d, %t or %p,
+// or a Secret in another struct's unexported field, printed by reflection) shows an address.
+type Secret struct{ value *string }
 
 func (s Secret) String() string   { return "[redacted]" }
 func (s Secret) GoString() string { return "profiles.Secret{[redacted]}" }
 
 // Value returns the secret itself; only the broker's forwarder and redactor call it.
-func (s Secret) Value() string { return s.value }
+func (s Secret) Value() string {
+	if s.value == nil {
+		return ""
+	}
+	return *s.value
+}
 
 // NewSecret wraps a value (for tests and embedders that resolve credentials themselves).
-func NewSecret(v string) Secret { return Secret{value: v} }
+func NewSecret(v string) Secret { return Secret{value: &v} }

@@ -37,15 +37,15 @@ func (p *Profile) ResolveSecret(getenv func(string) string) (Secret, error) {
 	if strings.ContainsAny(v, "\r\n\x00") {
 		return Secret{}, fmt.Errorf("%w: profile %s: credential contains a line break or NUL", ErrNoSecret, p.Name)
 	}
-	return Secret{value: v}, nil
+	return NewSecret(v), nil
 }
 
 // HeaderValue is the credential header's value: "Scheme secret", or the secret alone.
 func (p *Profile) HeaderValue(s Secret) string {
 	if p.Credential.Scheme == "" {
-		return s.value
+		return s.Value()
 	}
-	return p.Credential.Scheme + " " + s.value
+	return p.Credential.Scheme + " " + s.Value()
 }
 
 // ReadPreamble returns the generated client library the profile names, or "" when none.
