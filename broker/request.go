@@ -372,6 +372,12 @@ func checkHeaders(h http.Header, credentialHeader string) error {
 		if !isToken(name) {
 			return invalidf(fmt.Sprintf("header name %s is not a valid HTTP token", quote(name)))
 		}
+		// DecodeRequest canonicalises names; a Request built in Go may not have. The transport
+		// sends a key as spelled, so "authorization" would pass the checks below and go out
+		// next to the broker's own headers.
+		if canon := http.CanonicalHeaderKey(name); canon != name {
+			return invalidf(fmt.Sprintf("header name %s is not in canonical form (%s)", quote(name), canon))
+		}
 		if forbiddenHeaders[name] || name == credentialHeader || hasAnyPrefix(name, forbiddenPrefixes) {
 			return invalidf(fmt.Sprintf("header %s may not be set by a tool: the broker owns it", name))
 		}
