@@ -250,6 +250,7 @@ func (r *Run) forward(runCtx context.Context, req Request, entry TraceEntry, t0 
 	r.recordReply(resp)
 	h := resp.Header.Clone()
 	stripHopByHop(h)
+	h.Del(OutcomeHeader) // it marks the broker's own answers: an upstream may not claim one
 	out := Response{Status: resp.StatusCode, Headers: r.redactHeaders(h), Body: r.redactBody(body)}
 	entry.UpstreamStatus = resp.StatusCode
 	return r.answer(entry, out, Forwarded, "", t0)
