@@ -144,20 +144,20 @@ func rawReply(raw string) http.HandlerFunc {
 }
 
 func TestForwardStripsHopByHopHeaders(t *testing.T) {
-	api := newUpstream(t, rawReply("HTTP/1.1 200 OK\r\n" +
-		"Content-Type: text/plain\r\n" +
-		"Content-Length: 2\r\n" +
-		"Connection: keep-alive, X-Hop-One, x-hop-two\r\n" +
-		"X-Hop-One: 1\r\n" +
-		"X-Hop-Two: 2\r\n" +
-		"Keep-Alive: timeout=5\r\n" +
-		"Proxy-Connection: keep-alive\r\n" +
-		"Proxy-Authenticate: Basic realm=x\r\n" +
-		"Te: trailers\r\n" +
-		"Trailer: X-Checksum\r\n" +
-		"Upgrade: h2c\r\n" +
-		"X-Kept: yes\r\n" +
-		"Plimsoll-Outcome: shed\r\n" +
+	api := newUpstream(t, rawReply("HTTP/1.1 200 OK\r\n"+
+		"Content-Type: text/plain\r\n"+
+		"Content-Length: 2\r\n"+
+		"Connection: keep-alive, X-Hop-One, x-hop-two\r\n"+
+		"X-Hop-One: 1\r\n"+
+		"X-Hop-Two: 2\r\n"+
+		"Keep-Alive: timeout=5\r\n"+
+		"Proxy-Connection: keep-alive\r\n"+
+		"Proxy-Authenticate: Basic realm=x\r\n"+
+		"Te: trailers\r\n"+
+		"Trailer: X-Checksum\r\n"+
+		"Upgrade: h2c\r\n"+
+		"X-Kept: yes\r\n"+
+		"Plimsoll-Outcome: shed\r\n"+
 		"\r\nok"))
 	run := newRun(t, writeProfile(t, api.URL, petRoutes), nil)
 	g := get(t, run, "/pets")
