@@ -288,8 +288,10 @@ func TestForwardConnectionRefused(t *testing.T) {
 // exactly at limits.call_timeout.
 func TestForwardCallTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var bodyHangs int
 		hang := rtFunc(func(r *http.Request) (*http.Response, error) {
-			if r.URL.Path == "/pets/body" {
+			if r.URL.RequestURI() == "/v1/pets/body" {
+				bodyHangs++
 				// Headers at once, then a body that never comes.
 				return &http.Response{StatusCode: 200, Header: http.Header{}, Body: ctxBody{r.Context()}, ContentLength: -1}, nil
 			}
@@ -314,6 +316,7 @@ func TestForwardCallTimeout(t *testing.T) {
 			assert.Equal(t, 3000.0, e.LatencyMs)
 		}
 		assert.Equal(t, int64(3000), trace[1].TMs)
+		assert.Equal(t, 1, bodyHangs, "the second call hung in the body, not the headers")
 		assert.Equal(t, broker.Counters{HostCalls: 2, Failed: 2}, run.Counters())
 	})
 }
@@ -360,9 +363,9 @@ func TestForwardRedactsEchoedCredential(t *testing.T) {
 	require.Len(t, api.requests(), 1, "the upstream did get the real credential")
 
 	// Binary bodies are redacted too, byte for byte.
-	api.handler = func(w http.ResponseWriter, r *http.Request) {
+	api.setHandler(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(append([]byte{0xff, 0xfe}, []byte(secret)...))
-	}
+	})
 	g = get(t, run, "/pets")
 	assert.Equal(t, append([]byte{0xff, 0xfe}, []byte(broker.Redacted)...), g.bytes(t))
 

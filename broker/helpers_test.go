@@ -63,13 +63,14 @@ func newUpstream(t testing.TB, handler http.HandlerFunc) *upstream {
 		u.reqs = append(u.reqs, seen{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host,
 			Header: r.Header.Clone(), Body: body, Length: r.ContentLength,
 			Chunked: len(r.TransferEncoding) > 0})
+		h := u.handler
 		u.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if u.handler == nil {
+		if h == nil {
 			_, _ = io.WriteString(w, "ok")
 			return
 		}
-		u.handler(w, r)
+		h(w, r)
 	}))
 	u.Server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -79,6 +80,13 @@ func newUpstream(t testing.TB, handler http.HandlerFunc) *upstream {
 	u.Start()
 	t.Cleanup(u.Close)
 	return u
+}
+
+// setHandler changes how the upstream answers from now on.
+func (u *upstream) setHandler(h http.HandlerFunc) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.handler = h
 }
 
 func (u *upstream) requests() []seen {
