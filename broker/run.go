@@ -36,6 +36,7 @@ type Run struct {
 	counters Counters
 	trace    []TraceEntry
 	finished bool
+	final    Counters // the counters as the audit line gave them; set by Finish
 }
 
 // sharedTransport is the default upstream transport. It ignores proxy settings from the
@@ -382,10 +383,17 @@ func (r *Run) Trace() []TraceEntry {
 	return append([]TraceEntry(nil), r.trace...)
 }
 
-// Counters returns the tallies so far.
+// Counters returns the tallies so far; after Finish, those of the audit line.
 func (r *Run) Counters() Counters {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.countersLocked()
+}
+
+func (r *Run) countersLocked() Counters {
+	if r.finished {
+		return r.final // a late call may still probe or open the breaker; it is not counted
+	}
 	c := r.counters
 	c.BreakerOpens = r.breaker.Opens()
 	return c
@@ -393,9 +401,12 @@ func (r *Run) Counters() Counters {
 
 // Finish ends the run and returns its audit line. Later calls are answered but not recorded.
 func (r *Run) Finish(status Status, runErr error) Audit {
-	c := r.Counters()
 	r.mu.Lock()
-	r.finished = true
+	if !r.finished {
+		r.final = r.countersLocked()
+		r.finished = true
+	}
+	c := r.final
 	r.mu.Unlock()
 	a := Audit{RunID: r.runID, Profile: r.profile.Name, Tool: r.tool, Status: status, Counters: c,
 		BudgetCalls: r.profile.Budget.Calls, DurationMs: r.now().Sub(r.start).Milliseconds()}
