@@ -53,6 +53,6 @@ var ImportsEnvFoo = []byte{
 	0x65, 0x6e, 0x76, //       "env"
 	0x03,             //     field name: 3 bytes
 	0x66, 0x6f, 0x6f, //       "foo"
-	0x00,             //     kind: function
-	0x00,             //     of type 0
+	0x00, //     kind: function
+	0x00, //     of type 0
 }

@@ -1,0 +1,237 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// instance is one guest module instance. It serves exactly one run and is then closed.
+//
+// A module's stdin, stdout, stderr and sleep are fixed when it is instantiated, but a pooled
+// instance is instantiated before its run exists. So every instance gets ports that forward to
+// whatever the run binds: one code path for fresh and pooled instances.
+type instance struct {
+	mod  api.Module
+	mem  *memory
+	port *ports
+}
+
+// ports is what an instance's WASI stdio and sleep forward to. The run goroutine binds it before
+// calling into the guest, and the guest only uses it from inside that call.
+type ports struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	ctx            context.Context // the run's: a sleep ends when it is done
+}
+
+type stdinPort struct{ p *ports }
+
+func (s stdinPort) Read(b []byte) (int, error) {
+	if s.p.stdin == nil {
+		return 0, io.EOF
+	}
+	return s.p.stdin.Read(b)
+}
+
+type stdoutPort struct{ p *ports }
+
+func (s stdoutPort) Write(b []byte) (int, error) {
+	if s.p.stdout == nil {
+		return len(b), nil
+	}
+	return s.p.stdout.Write(b)
+}
+
+type stderrPort struct{ p *ports }
+
+func (s stderrPort) Write(b []byte) (int, error) {
+	if s.p.stderr == nil {
+		return len(b), nil
+	}
+	return s.p.stderr.Write(b)
+}
+
+// sleep is the guest's nanosleep (poll_oneoff on a clock): a real sleep that ends early when the
+// run is done, so a sleeping guest never outlives its deadline.
+func (p *ports) sleep(ns int64) {
+	if ns <= 0 {
+		return
+	}
+	done := context.Background().Done()
+	if p.ctx != nil {
+		done = p.ctx.Done()
+	}
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-done:
+	}
+}
+
+// instantiate creates an instance of compiled with memory capped at memLimit bytes. It runs no
+// start function: the caller runs _initialize or _start under the right context.
+func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64) (*instance, error) {
+	inst := &instance{mem: &memory{limit: memLimit}, port: &ports{}}
+	cfg := wazero.NewModuleConfig().
+		WithName(""). // anonymous: any number of instances may coexist
+		WithStartFunctions().
+		WithStdin(stdinPort{inst.port}).
+		WithStdout(stdoutPort{inst.port}).
+		WithStderr(stderrPort{inst.port}).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(inst.port.sleep).
+		WithRandSource(rand.Reader)
+	mod, err := r.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.mem), compiled, cfg)
+	if err != nil {
+		return nil, err
+	}
+	inst.mod = mod
+	if inst.mem.refused != 0 {
+		inst.close(ctx)
+		return nil, memoryLimit(memLimit)
+	}
+	return inst, nil
+}
+
+// initialize runs the reactor's _initialize, if it has one.
+func (inst *instance) initialize(ctx context.Context) error {
+	if fn := inst.mod.ExportedFunction("_initialize"); fn != nil {
+		_, err := fn.Call(ctx)
+		return err
+	}
+	return nil
+}
+
+func (inst *instance) close(ctx context.Context) {
+	_ = inst.mod.Close(ctx)
+}
+
+// memory backs a guest's linear memory and enforces the run's memory limit. wazero's own limit
+// (RuntimeConfig.WithMemoryLimitPages) belongs to the runtime and is baked into compiled code;
+// this one is per instance, and can be lowered when a pooled instance is bound to a profile.
+// It also remembers a refused growth, which is how an out-of-memory trap is told apart from
+// any other.
+type memory struct {
+	buf     []byte
+	limit   uint64 // bytes
+	refused uint64 // the size of the last growth refused, 0 if none
+	started bool   // the initial allocation is done
+}
+
+// Allocate implements experimental.MemoryAllocator. A module has at most one memory.
+func (m *memory) Allocate(capacity, _ uint64) experimental.LinearMemory {
+	m.buf = make([]byte, 0, capacity)
+	return m
+}
+
+// Reallocate implements experimental.LinearMemory: it grows the memory to size bytes, or returns
+// nil (memory.grow fails in the guest) when size is over the limit.
+func (m *memory) Reallocate(size uint64) []byte {
+	if size > m.limit {
+		m.refused = size
+		if m.started {
+			return nil
+		}
+		// wazero cannot fail the initial allocation. checkMemory refuses such a module before it
+		// is instantiated; should one get here anyway, instantiate sees refused and closes it.
+	}
+	m.started = true
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+	} else {
+		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
+	}
+	return m.buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *memory) Free() { m.buf = nil }
+
+// entry says how a module is run.
+type entry int
+
+const (
+	reactor entry = iota // _initialize (optional) then run() -> i32
+	command              // _start; the exit code is the result
+)
+
+// entryOf finds a module's entry point, following the ABI: a reactor exports run, a command
+// exports _start.
+func entryOf(m wazero.CompiledModule) (entry, error) {
+	fns := m.ExportedFunctions()
+	if def, ok := fns["run"]; ok {
+		if len(def.ParamTypes()) != 0 || len(def.ResultTypes()) != 1 || def.ResultTypes()[0] != api.ValueTypeI32 {
+			return 0, errors.New("the module exports run, but not as run() -> i32")
+		}
+		return reactor, nil
+	}
+	if _, ok := fns["_start"]; ok {
+		return command, nil
+	}
+	return 0, errors.New("the module exports neither run (a reactor) nor _start (a command)")
+}
+
+const wasmPage = 64 << 10
+
+func memoryLimit(limit uint64) error {
+	return &LimitError{Limit: "limits.memory", Message: fmt.Sprintf("memory limit limits.memory (%s) reached",
+		profiles.FormatSize(int64(limit)))}
+}
+
+// declaredMinPages reads the minimum size, in pages, of the memory a module defines, from its
+// binary. wazero's CompiledModule shows only exported and imported memories. ok is false when the
+// module defines no memory (or the binary cannot be read, in which case compiling it fails).
+func declaredMinPages(bin []byte) (pages uint64, ok bool) {
+	if len(bin) < 8 {
+		return 0, false
+	}
+	rest := bin[8:] // magic and version
+	for len(rest) > 0 {
+		id := rest[0]
+		size, n := uleb128(rest[1:])
+		if n == 0 || size > uint64(len(rest)-1-n) {
+			return 0, false
+		}
+		body := rest[1+n : 1+n+int(size)]
+		rest = rest[1+n+int(size):]
+		if id != 5 { // the memory section
+			continue
+		}
+		count, n := uleb128(body)
+		if n == 0 || count == 0 || len(body) <= n {
+			return 0, false
+		}
+		// limits: a flags byte, then min (and max, which we do not need).
+		min, m := uleb128(body[n+1:])
+		return min, m > 0
+	}
+	return 0, false
+}
+
+// uleb128 decodes an unsigned LEB128 number; n is the bytes read, 0 when it is malformed.
+func uleb128(b []byte) (v uint64, n int) {
+	var shift uint
+	for i, c := range b {
+		if i == 10 {
+			return 0, 0
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, i + 1
+		}
+		shift += 7
+	}
+	return 0, 0
+}

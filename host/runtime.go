@@ -1,0 +1,510 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/plimsoll/plimsoll/broker"
+	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	"github.com/plimsoll/plimsoll/hostfuncs"
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// Options configure a Runtime. The zero value is usable.
+type Options struct {
+	// CacheDir holds wazero's compilation cache. "" means $PLIMSOLL_CACHE_DIR, else
+	// os.UserCacheDir()/plimsoll/wazero; when neither is available, compiled code is kept in
+	// memory only.
+	CacheDir string
+	// Transport carries forwarded calls and probes upstream. nil means the broker's default.
+	Transport http.RoundTripper
+	// Now is the broker's clock (trace times, duration_ms). nil means time.Now. Guests always see
+	// the real clock.
+	Now func() time.Time
+	// Getenv resolves credentials named by env. nil means os.Getenv.
+	Getenv func(string) string
+	// PoolSize is the number of pre-initialised JavaScript instances kept ready. Each serves one
+	// run and is then closed; a background goroutine refills the pool. 0 means none.
+	PoolSize int
+	// MaxConcurrent is the number of runs executing at once. Further runs wait for a slot or for
+	// their context. 0 means 2×GOMAXPROCS.
+	MaxConcurrent int
+}
+
+// EnvCacheDir names the environment variable that sets the default compilation cache directory.
+const EnvCacheDir = "PLIMSOLL_CACHE_DIR"
+
+// Runtime runs tools. It compiles the JavaScript runtime once and creates a fresh module instance
+// for every run. It is safe for concurrent use.
+type Runtime struct {
+	r      wazero.Runtime
+	cache  wazero.CompilationCache
+	getenv func(string) string
+	opts   Options
+	slots  chan struct{}
+
+	jsGuest func() (*guest, error) // compiled once, on first use
+
+	pool     chan *instance // pre-initialised JS instances; nil when PoolSize is 0
+	stopFill context.CancelFunc
+	fillDone chan struct{}
+
+	mu      sync.Mutex // guards closed against running.Add
+	closed  atomic.Bool
+	running sync.WaitGroup
+}
+
+// guest is a compiled module and how to run it.
+type guest struct {
+	mod      wazero.CompiledModule
+	entry    entry
+	minBytes int64 // the memory the module declares it needs at start
+}
+
+// New builds a Runtime. Close it to release compiled code and pooled instances.
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	cache, err := newCache(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	// NewRuntimeConfig picks the compiler engine where wazero supports it (amd64, arm64): the
+	// interpreter compiles faster but runs guests 5–10× slower.
+	cfg := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true). // the only way to stop a guest that never calls out
+		WithCompilationCache(cache)
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("host: define WASI: %w", err)
+	}
+	if err := hostfuncs.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("host: %w", err)
+	}
+
+	rt := &Runtime{r: r, cache: cache, opts: opts, getenv: opts.Getenv}
+	if rt.getenv == nil {
+		rt.getenv = os.Getenv
+	}
+	n := opts.MaxConcurrent
+	if n <= 0 {
+		n = 2 * runtime.GOMAXPROCS(0)
+	}
+	rt.slots = make(chan struct{}, n)
+	rt.jsGuest = sync.OnceValues(func() (*guest, error) {
+		return rt.compile(context.Background(), jsguest.Wasm())
+	})
+	if opts.PoolSize > 0 {
+		rt.pool = make(chan *instance, opts.PoolSize)
+		fillCtx, stop := context.WithCancel(context.Background())
+		rt.stopFill, rt.fillDone = stop, make(chan struct{})
+		go rt.fill(fillCtx)
+	}
+	return rt, nil
+}
+
+func newCache(dir string) (wazero.CompilationCache, error) {
+	if dir == "" {
+		dir = os.Getenv(EnvCacheDir)
+	}
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "plimsoll", "wazero")
+		}
+	}
+	if dir == "" {
+		return wazero.NewCompilationCache(), nil
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("host: compilation cache %s: %w", dir, err)
+	}
+	return cache, nil
+}
+
+// Close stops the pool, stops runs still executing (they end with ErrClosed) and waits for
+// them until ctx is done, then releases compiled code.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	already := rt.closed.Swap(true)
+	rt.mu.Unlock()
+	if already {
+		return nil
+	}
+	if rt.stopFill != nil {
+		rt.stopFill()
+		<-rt.fillDone
+		for drained := false; !drained; {
+			select {
+			case inst := <-rt.pool:
+				inst.close(ctx)
+			default:
+				drained = true
+			}
+		}
+	}
+	err := rt.r.Close(ctx) // closes every instance: running guests stop at their next check
+	done := make(chan struct{})
+	go func() { rt.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return errors.Join(err, fmt.Errorf("host: runs still executing: %w", ctx.Err()))
+	}
+	return errors.Join(err, rt.cache.Close(ctx))
+}
+
+// compile compiles a guest module and checks that plimsoll can run it.
+func (rt *Runtime) compile(ctx context.Context, bin []byte) (*guest, error) {
+	ctx = experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
+	m, err := rt.r.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, setupError("compile the module", err)
+	}
+	if err := hostfuncs.CheckImports(m); err != nil {
+		m.Close(ctx)
+		return nil, setupError("check the module's imports", err)
+	}
+	e, err := entryOf(m)
+	if err != nil {
+		m.Close(ctx)
+		return nil, setupError("find the module's entry point", err)
+	}
+	pages, _ := declaredMinPages(bin)
+	return &guest{mod: m, entry: e, minBytes: int64(pages) * wasmPage}, nil
+}
+
+// fill keeps the pool full of initialised JS instances until ctx is done. An instance that fails
+// to start stops the filling: runs then start fresh instances and report the error themselves.
+func (rt *Runtime) fill(ctx context.Context) {
+	defer close(rt.fillDone)
+	g, err := rt.jsGuest()
+	if err != nil {
+		return
+	}
+	for {
+		inst, err := instantiate(ctx, rt.r, g.mod, profiles.MaxMemory)
+		if err != nil {
+			return
+		}
+		if err := inst.initialize(ctx); err != nil {
+			inst.close(context.Background())
+			return
+		}
+		select {
+		case rt.pool <- inst:
+		case <-ctx.Done():
+			inst.close(context.Background())
+			return
+		}
+	}
+}
+
+// pooled takes a pre-initialised JS instance that fits under memLimit, or returns nil.
+func (rt *Runtime) pooled(memLimit uint64) *instance {
+	select {
+	case inst := <-rt.pool:
+		if uint64(inst.mod.Memory().Size()) <= memLimit {
+			return inst
+		}
+		// Already bigger than this profile allows: keep it for another run.
+		select {
+		case rt.pool <- inst:
+		default:
+			inst.close(context.Background())
+		}
+	default:
+	}
+	return nil
+}
+
+// Run runs tool under profile p with input on the guest's stdin (for a JS tool, input is JSON
+// and empty means null). It returns when the guest is done, and always with exactly one audit.
+func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, input []byte) Result {
+	runID := broker.NewRunID()
+	if p == nil {
+		return unbrokered(runID, tool, setupError("load the profile", errors.New("no profile given")))
+	}
+	if !rt.enter() {
+		return rt.refused(runID, tool, p, ErrClosed)
+	}
+	defer rt.running.Done()
+
+	select {
+	case rt.slots <- struct{}{}:
+		defer func() { <-rt.slots }()
+	case <-ctx.Done():
+		return rt.refused(runID, tool, p, contextError(ctx))
+	}
+
+	secret, secretErr := p.ResolveSecret(rt.getenv)
+	b, err := rt.newBroker(runID, tool, p, secret)
+	if err != nil {
+		return unbrokered(runID, tool, setupError("start the broker", err))
+	}
+	var res Result
+	if secretErr != nil {
+		err = setupError("resolve the credential", secretErr)
+	} else {
+		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input)
+	}
+	res.Err = err
+	res.Trace = b.Trace()
+	res.Audit = b.Finish(statusOf(err), err)
+	return res
+}
+
+// enter registers a run unless the runtime is closed.
+func (rt *Runtime) enter() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed.Load() {
+		return false
+	}
+	rt.running.Add(1)
+	return true
+}
+
+func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret) (*broker.Run, error) {
+	return broker.NewRun(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
+		Now: rt.opts.Now, RunID: runID, Tool: tool.Name})
+}
+
+// refused is the result of a run that never started; its broker run records no calls.
+func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
+	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{})
+	if berr != nil {
+		return unbrokered(runID, tool, err)
+	}
+	return Result{Err: err, Audit: b.Finish(statusOf(err), err)}
+}
+
+// unbrokered builds the audit line itself, for a run the broker cannot serve (no profile).
+func unbrokered(runID string, tool Tool, err error) Result {
+	return Result{Err: err, Audit: broker.Audit{RunID: runID, Tool: tool.Name, Status: statusOf(err), Error: err.Error()}}
+}
+
+// execute runs the guest and says how it ended.
+func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *profiles.Profile, input []byte) (out, log []byte, err error) {
+	limits := limitsOf(p)
+	var g *guest
+	var stdin []byte
+	switch {
+	case tool.isJS:
+		preamble, err := p.ReadPreamble()
+		if err != nil {
+			return nil, nil, setupError("read the preamble", err)
+		}
+		if stdin, err = jsStdin(tool, input, preamble); err != nil {
+			return nil, nil, setupError("read the input", err)
+		}
+		if g, err = rt.jsGuest(); err != nil {
+			return nil, nil, err
+		}
+	case len(tool.wasm) > 0:
+		stdin = input
+		if g, err = rt.compile(ctx, tool.wasm); err != nil {
+			return nil, nil, err
+		}
+		defer g.mod.Close(context.Background())
+	default:
+		return nil, nil, setupError("load the tool", errors.New("the tool has neither JavaScript source nor a wasm module"))
+	}
+	memLimit := uint64(limits.Memory)
+	if g.minBytes > limits.Memory {
+		return nil, nil, &LimitError{Limit: "limits.memory", Message: fmt.Sprintf(
+			"memory limit limits.memory (%s) is below the %s the module needs to start",
+			profiles.FormatSize(limits.Memory), profiles.FormatSize(g.minBytes))}
+	}
+
+	// The run's context ends at the run timeout, the caller's deadline, or a limit hit by a
+	// writer; its cause says which.
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	runCtx, cancel := context.WithTimeoutCause(runCtx, limits.RunTimeout,
+		&TimeoutError{Limit: "limits.run_timeout", After: limits.RunTimeout})
+	defer cancel()
+	stdout := &capped{max: limits.MaxOutputBytes, what: "output", field: "limits.max_output_bytes", stop: stop}
+	stderr := &capped{max: limits.MaxLogBytes, what: "log", field: "limits.max_log_bytes", stop: stop}
+	calls := hostfuncs.NewRun(b, limits)
+	callCtx := hostfuncs.WithRun(runCtx, calls)
+
+	var inst *instance
+	if tool.isJS {
+		inst = rt.pooled(memLimit)
+	}
+	fresh := inst == nil
+	if fresh {
+		if inst, err = instantiate(callCtx, rt.r, g.mod, memLimit); err != nil {
+			return nil, nil, rt.startError(runCtx, err)
+		}
+	}
+	defer inst.close(context.Background())
+	inst.mem.limit = memLimit
+	inst.port.stdin, inst.port.stdout, inst.port.stderr, inst.port.ctx = bytes.NewReader(stdin), stdout, stderr, runCtx
+
+	var ret int32
+	var callErr error
+	switch {
+	case g.entry == command:
+		_, callErr = inst.mod.ExportedFunction("_start").Call(callCtx)
+	case fresh:
+		callErr = inst.initialize(callCtx)
+		fallthrough
+	default:
+		if callErr == nil {
+			var res []uint64
+			if res, callErr = inst.mod.ExportedFunction("run").Call(callCtx); callErr == nil {
+				ret = int32(res[0])
+			}
+		}
+	}
+	err = rt.outcome(runCtx, tool.isJS, calls, stdout, stderr, inst.mem, ret, callErr)
+	return stdout.buf.Bytes(), stderr.buf.Bytes(), err
+}
+
+// outcome says how a guest call ended. Checks run from the most specific cause to the least: a
+// limit the host enforced, the guest's own result, the run's context, a refused memory growth,
+// and last the exit code or trap.
+func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Run, stdout, stderr *capped,
+	mem *memory, ret int32, callErr error) error {
+	if err := calls.Err(); err != nil {
+		return callLimit(err)
+	}
+	if stdout.err != nil {
+		return stdout.err
+	}
+	if stderr.err != nil {
+		return stderr.err
+	}
+	log := stderr.buf.Bytes()
+	if callErr == nil {
+		switch {
+		case ret == 0:
+			return nil
+		case js && ret == jsguest.ExitLimited:
+			return guestLimit(log)
+		default:
+			return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
+		}
+	}
+	if rt.closed.Load() {
+		return ErrClosed // wazero closes every module with exit code 0 when the runtime closes
+	}
+	var exit *sys.ExitError
+	isExit := errors.As(callErr, &exit)
+	if isExit && exit.ExitCode() == 0 {
+		return nil
+	}
+	if runCtx.Err() != nil {
+		return contextError(runCtx)
+	}
+	if mem.refused != 0 {
+		return memoryLimit(mem.limit)
+	}
+	if isExit {
+		return &ToolError{ExitCode: int(exit.ExitCode()), Message: logReason(log, exit.ExitCode() == 2)}
+	}
+	// A trap: a Go guest's panic aborts with "unreachable" after printing "panic: ...".
+	trap, _, _ := strings.Cut(callErr.Error(), "\n")
+	if reason := logReason(log, true); reason != "" {
+		trap = reason + " (" + trap + ")"
+	}
+	return &ToolError{ExitCode: -1, Message: trap}
+}
+
+// startError says why instantiating a fresh instance failed.
+func (rt *Runtime) startError(runCtx context.Context, err error) error {
+	var limit *LimitError
+	switch {
+	case errors.As(err, &limit):
+		return err
+	case rt.closed.Load():
+		return ErrClosed
+	case runCtx.Err() != nil:
+		return contextError(runCtx)
+	}
+	return setupError("instantiate the module", err)
+}
+
+// guestLimit reports a limit the JS runtime enforced, from the line it logs last:
+// "plimsoll: limit: call stack depth 1500 exceeded".
+func guestLimit(log []byte) error {
+	const prefix = "plimsoll: limit: "
+	msg := "a guest-side limit was reached"
+	if i := bytes.LastIndex(log, []byte(prefix)); i >= 0 {
+		line, _, _ := strings.Cut(string(log[i+len(prefix):]), "\n")
+		msg = strings.TrimSpace(line)
+	}
+	return &LimitError{Limit: "guest", Message: "guest limit: " + msg}
+}
+
+// limitsOf is the profile's limits with zero fields (a profile built in code) set to defaults.
+func limitsOf(p *profiles.Profile) profiles.Limits {
+	l, d := p.Limits, profiles.DefaultLimits
+	if l.RunTimeout <= 0 {
+		l.RunTimeout = d.RunTimeout
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = d.CallTimeout
+	}
+	if l.Memory <= 0 {
+		l.Memory = d.Memory
+	}
+	if l.MaxResponseBytes <= 0 {
+		l.MaxResponseBytes = d.MaxResponseBytes
+	}
+	if l.MaxRequestBytes <= 0 {
+		l.MaxRequestBytes = d.MaxRequestBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if l.MaxLogBytes <= 0 {
+		l.MaxLogBytes = d.MaxLogBytes
+	}
+	if l.MaxHostCalls <= 0 {
+		l.MaxHostCalls = d.MaxHostCalls
+	}
+	return l
+}
+
+// capped collects a guest's stdout or stderr up to a limit. The write that goes over it keeps
+// what fits, fails, and ends the run with a LimitError.
+type capped struct {
+	buf   bytes.Buffer
+	max   int64
+	what  string // "output" or "log"
+	field string // the profile field
+	stop  context.CancelCauseFunc
+	err   error
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	room := c.max - int64(c.buf.Len())
+	if int64(len(p)) <= room {
+		return c.buf.Write(p)
+	}
+	c.buf.Write(p[:room])
+	c.err = &LimitError{Limit: c.field, Message: fmt.Sprintf("%s limit %s (%s) reached", c.what, c.field, profiles.FormatSize(c.max))}
+	c.stop(c.err)
+	return int(room), c.err
+}
