@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/plimsoll/plimsoll/broker"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemoChartRealTime is the seed's 80-call scenario end to end in real time (8 s): a real JS
+// guest, the real host and broker, the demo API on loopback. Scheduling jitter may move a probe
+// by one slot, so counts are checked within ±1 of the deterministic result (broker/chart_test.go).
+func TestDemoChartRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8 s in real time")
+	}
+	var out, errb bytes.Buffer
+	e := env_("", &out, &errb, nil)
+
+	code := cli(context.Background(), []string{"demo"}, e)
+
+	require.Equal(t, 0, code, errb.String())
+	calls := chartRow(t, out.String())
+	require.Len(t, []rune(calls), 80)
+	count := func(m mark) int { return strings.Count(calls, m.glyph) }
+	assert.InDelta(t, 61, count(markForwarded)+count(markOverloaded)+count(markClosed), 1, calls)
+	assert.InDelta(t, 19, count(markShed)+count(markNotReady), 1, calls)
+	assert.Equal(t, 1, count(markOverloaded), "one overloaded reply opens the window: %s", calls)
+	assert.Equal(t, 1, count(markNotReady), "the first probe finds the API not ready: %s", calls)
+	assert.Equal(t, 1, count(markClosed), "the second probe closes the breaker: %s", calls)
+	assert.Contains(t, out.String(), "probes=2 probes_ok=1 breaker_opens=1 status=ok")
+	assert.NotContains(t, out.String(), "\x1b[", "no colour when stdout is not a terminal")
+}
+
+func chartRow(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if row, ok := strings.CutPrefix(line, "  calls  "); ok {
+			return row
+		}
+	}
+	t.Fatalf("no calls row in:\n%s", out)
+	return ""
+}
+
+func TestTimelineMarks(t *testing.T) {
+	trace := []broker.TraceEntry{
+		{Outcome: broker.Forwarded, UpstreamStatus: 200},
+		{Outcome: broker.Forwarded, UpstreamStatus: 503},
+		{Outcome: broker.Shed},
+		{Outcome: broker.Shed, Probe: broker.ProbeNotReady},
+		{Outcome: broker.Forwarded, UpstreamStatus: 200, Probe: broker.ProbeOK},
+		{Outcome: broker.Forwarded, UpstreamStatus: 429},
+		{Outcome: broker.Denied},
+	}
+	var plain, color bytes.Buffer
+	timeline{w: &plain, slots: 10}.draw("t", trace, 1, 3, broker.Audit{Status: broker.StatusOK})
+	timeline{w: &color, color: true, slots: 10}.draw("t", trace, 1, 3, broker.Audit{Status: broker.StatusOK})
+
+	assert.Equal(t, "█▲·○●▲■   ", chartRow(t, plain.String()))
+	assert.Contains(t, plain.String(), "  API    ─▒▒───────\n")
+	assert.Contains(t, plain.String(), "         0s        1s\n")
+	assert.NotContains(t, plain.String(), "\x1b[")
+	assert.Contains(t, color.String(), "\x1b[32m█\x1b[0m\x1b[31m▲\x1b[0m")
+}
+
+// TestExamplesRunAgainstTheDemoAPI runs every example a new user is pointed at.
+func TestExamplesRunAgainstTheDemoAPI(t *testing.T) {
+	cases := []struct {
+		tool, input string
+		want        []string
+	}{
+		{"hello.js", `{"name":"ada"}`, []string{`"hello":"ada"`}},
+		{"inventory.js", `{"limit":3}`, []string{`"items":3`, `"stock":15`}},
+		{"restock.js", `{"name":"lamp","stock":3}`, []string{`"created":9`, `"name":"lamp"`, `"stock":3`}},
+		{"guardrails.js", "", []string{
+			`"DELETE /items/1":"403 denied: no granted route matches DELETE /items/1"`,
+			`"GET /admin":"403 denied`,
+			`"GET /items/../admin":"400 invalid: path \"/items/../admin\" has a \"..\" segment"`,
+			`400 invalid: header Authorization may not be set by a tool`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tool, func(t *testing.T) {
+			args := []string{"demo", "--tool", "../../guests/examples/" + tc.tool}
+			if tc.input != "" {
+				args = append(args, "--input", tc.input)
+			}
+			code, stdout, stderr := invoke(t, "", nil, args...)
+			require.Equal(t, 0, code, stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, stdout, w)
+			}
+			assert.NotContains(t, stdout+stderr, demoToken)
+		})
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+func cmdProfilesCheck(args []string, e env) int {
+	fs := newFlags("profiles check", "plimsoll-run profiles check [--profiles DIR]", e)
+	dirFlag := fs.String("profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	dir := profilesDir(*dirFlag, e)
+	good, err := profiles.LoadDir(dir)
+	for _, p := range good {
+		fmt.Fprintf(e.stdout, "ok    %s (%s): %s\n", p.Name, p.File, summary(p))
+	}
+	if err != nil {
+		for _, one := range splitJoined(err) {
+			fmt.Fprintf(e.stdout, "FAIL  %v\n", one)
+		}
+		return exitConfig
+	}
+	if len(good) == 0 {
+		fmt.Fprintf(e.stderr, "plimsoll-run: no profiles (.yaml, .yml, .toml, .json) in %s\n", dir)
+		return exitConfig
+	}
+	return exitOK
+}
+
+func summary(p *profiles.Profile) string {
+	parts := []string{fmt.Sprintf("%d routes", len(p.Routes))}
+	if p.HealthCheck != nil {
+		parts = append(parts, "health_check "+p.HealthCheck.String())
+	} else {
+		parts = append(parts, "no health_check")
+	}
+	parts = append(parts, fmt.Sprintf("budget %d calls", p.Budget.Calls))
+	if p.Preamble != "" {
+		parts = append(parts, "preamble "+p.Preamble)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+type runFlags struct {
+	profile, profiles, input, trace, audit string
+	timeout                                time.Duration
+}
+
+func cmdRun(ctx context.Context, args []string, e env) int {
+	var f runFlags
+	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--audit FILE] [--timeout DUR] TOOL", e)
+	fs.StringVar(&f.profile, "profile", "", "grant profile `NAME` (required)")
+	fs.StringVar(&f.profiles, "profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
+	fs.StringVar(&f.input, "input", "", "tool input: `JSON`, or @FILE to read it from a file")
+	fs.StringVar(&f.trace, "trace", "", "write the call trace as JSON lines to `FILE`")
+	fs.StringVar(&f.audit, "audit", "", "write the audit line to `FILE` instead of stderr")
+	fs.DurationVar(&f.timeout, "timeout", 0, "end the run after `DUR`, if sooner than the profile's run_timeout")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 || f.profile == "" {
+		fmt.Fprintln(e.stderr, "plimsoll-run run: need --profile NAME and exactly one TOOL (a .js or .wasm file, or - for JS on stdin)")
+		fs.Usage()
+		return exitConfig
+	}
+	toolArg := fs.Arg(0)
+	// Every run writes exactly one audit line, so refusals before the sandbox starts write one too.
+	refuse := func(err error) int {
+		fmt.Fprintf(e.stderr, "plimsoll-run: %v\n", err)
+		a := broker.Audit{RunID: broker.NewRunID(), Profile: f.profile, Tool: toolName(toolArg),
+			Status: broker.StatusError, Error: err.Error()}
+		writeAudit(f.audit, a, e)
+		return exitConfig
+	}
+	profile, err := profiles.Load(profilesDir(f.profiles, e), f.profile)
+	if err != nil {
+		return refuse(err)
+	}
+	tool, err := readTool(toolArg, e.stdin)
+	if err != nil {
+		return refuse(err)
+	}
+	input, err := readInput(f.input)
+	if err != nil {
+		return refuse(err)
+	}
+	if f.timeout < 0 {
+		return refuse(fmt.Errorf("--timeout %s must be positive", f.timeout))
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	rt, err := host.New(ctx, host.Options{Getenv: e.getenv})
+	if err != nil {
+		return refuse(err)
+	}
+	defer rt.Close(context.Background())
+	res := rt.Run(ctx, tool, profile, input)
+	return report(res, f, e)
+}
+
+// report writes the output, log, trace and audit line, and picks the exit code.
+func report(res host.Result, f runFlags, e env) int {
+	e.stdout.Write(res.Output)
+	if len(res.Output) > 0 && res.Output[len(res.Output)-1] != '\n' {
+		fmt.Fprintln(e.stdout)
+	}
+	e.stderr.Write(res.Log)
+	code := exitOK
+	if res.Err != nil {
+		fmt.Fprintf(e.stderr, "plimsoll-run: %v\n", res.Err)
+		code = exitTool
+		if errors.Is(res.Err, profiles.ErrNoSecret) {
+			code = exitConfig
+		}
+	}
+	if f.trace != "" {
+		if err := writeTraceFile(f.trace, res.Trace); err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run: trace: %v\n", err)
+			code = max(code, exitTool)
+		}
+	}
+	writeAudit(f.audit, res.Audit, e)
+	return code
+}
+
+func writeTraceFile(path string, trace []broker.TraceEntry) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := broker.WriteTrace(fh, trace); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// writeAudit appends the audit line to path, or writes it to stderr when path is empty.
+func writeAudit(path string, a broker.Audit, e env) {
+	if path == "" {
+		e.stderr.Write(a.Line())
+		return
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err == nil {
+		_, err = fh.Write(a.Line())
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		// The line must not be lost: fall back to stderr and say why.
+		fmt.Fprintf(e.stderr, "plimsoll-run: audit file: %v; audit line follows\n", err)
+		e.stderr.Write(a.Line())
+	}
+}
+
+const maxToolBytes = 4 << 20
+
+// readTool reads TOOL: a .js or .wasm file, or JS on stdin for "-".
+func readTool(arg string, stdin io.Reader) (host.Tool, error) {
+	var src []byte
+	var err error
+	if arg == "-" {
+		src, err = io.ReadAll(io.LimitReader(stdin, maxToolBytes+1))
+	} else {
+		src, err = readCappedFile(arg, maxToolBytes)
+	}
+	if err != nil {
+		return host.Tool{}, fmt.Errorf("tool %s: %w", arg, err)
+	}
+	if len(src) > maxToolBytes {
+		return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, maxToolBytes)
+	}
+	switch ext := filepath.Ext(arg); {
+	case arg == "-" || ext == ".js":
+		return host.JSTool(toolName(arg), string(src)), nil
+	case ext == ".wasm":
+		return host.WasmTool(toolName(arg), src), nil
+	default:
+		return host.Tool{}, fmt.Errorf("tool %s: want a .js or .wasm file, or - for JS on stdin", arg)
+	}
+}
+
+func toolName(arg string) string {
+	if arg == "-" {
+		return "stdin.js"
+	}
+	return filepath.Base(arg)
+}
+
+func readCappedFile(path string, max int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, errors.Unwrap(err)
+	}
+	defer fh.Close()
+	return io.ReadAll(io.LimitReader(fh, max+1))
+}
+
+// readInput takes --input as JSON text or @FILE, and checks it is JSON. No input is null.
+func readInput(v string) ([]byte, error) {
+	if v == "" {
+		return []byte("null"), nil
+	}
+	data := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := readCappedFile(name, maxToolBytes)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: %w", v, err)
+		}
+		data = b
+	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("--input is not valid JSON")
+	}
+	return data, nil
+}

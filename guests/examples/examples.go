@@ -1,0 +1,9 @@
+// Package examples holds the JavaScript tools a new user can run against the demo API.
+package examples
+
+import "embed"
+
+// FS holds every example tool, by file name.
+//
+//go:embed *.js
+var FS embed.FS
