@@ -11,10 +11,16 @@ type Route struct {
 	Method   string
 	Pattern  string
 	segments []string
+	text     string // Method + " " + Pattern, kept so the broker's trace needs no allocation
 }
 
 // String is the route as written in the profile: "GET /pets/*".
-func (r Route) String() string { return r.Method + " " + r.Pattern }
+func (r Route) String() string {
+	if r.text != "" {
+		return r.text
+	}
+	return r.Method + " " + r.Pattern
+}
 
 // Match reports whether method and a canonical path fall under this route. Matching is exact and
 // case-sensitive: the broker never rewrites what it matches.
@@ -27,17 +33,31 @@ func (r *Route) Match(method, path string) bool {
 	}
 	rest := path[1:]
 	for i, want := range r.segments {
-		seg, tail, more := strings.Cut(rest, "/")
-		if seg == "" || (want != "*" && seg != want) {
+		if want == "*" {
+			n := strings.IndexByte(rest, '/')
+			if n < 0 {
+				n = len(rest)
+			}
+			if n == 0 {
+				return false // '*' needs a non-empty segment
+			}
+			rest = rest[n:]
+		} else {
+			if !strings.HasPrefix(rest, want) {
+				return false
+			}
+			rest = rest[len(want):]
+		}
+		// The segment must end here: at the end of the path, or at a '/' when more follow.
+		if i == len(r.segments)-1 {
+			return rest == ""
+		}
+		if rest == "" || rest[0] != '/' {
 			return false
 		}
-		last := i == len(r.segments)-1
-		if more == last { // a path with more or fewer segments than the pattern
-			return false
-		}
-		rest = tail
+		rest = rest[1:]
 	}
-	return true
+	return false // unreachable: the loop returns at the last segment
 }
 
 var routeMethods = map[string]bool{
@@ -60,7 +80,7 @@ func ParseRoute(s string) (Route, error) {
 	if pattern != "/" {
 		segs = strings.Split(pattern[1:], "/")
 	}
-	return Route{Method: method, Pattern: pattern, segments: segs}, nil
+	return Route{Method: method, Pattern: pattern, segments: segs, text: s}, nil
 }
 
 // checkPattern holds patterns to the same canonical rules the broker applies to guest paths, so a

@@ -70,6 +70,33 @@ func TestRouteMatch(t *testing.T) {
 	}
 }
 
+// TestProfileMatchAgreesWithRouteMatch: Profile.Match skips routes by segment count; that must
+// never change which route matches first.
+func TestProfileMatchAgreesWithRouteMatch(t *testing.T) {
+	routes := "routes:\n"
+	for _, r := range []string{"GET /", "GET /*", "GET /pets", "GET /pets/*", "GET /*/toys", "GET /pets/*/toys",
+		"GET /*/*/*", "POST /pets", "DELETE /a/b/c"} {
+		routes += "  - " + r + "\n"
+	}
+	p, err := profiles.LoadFile(write(t, t.TempDir(), "p.yaml", "base_url: http://127.0.0.1/\n"+routes))
+	require.NoError(t, err)
+	for _, method := range []string{"GET", "POST", "DELETE", "get"} {
+		for _, path := range []string{"", "/", "//", "///", "x", "x/y", "/pets", "/pets/", "/pets/1", "/pets/1/toys",
+			"/a/toys", "/a/b/c", "/a/b/c/", "/a//c", "pets/1", "/pets/1/toys/2"} {
+			var want *profiles.Route
+			for i := range p.Routes {
+				if p.Routes[i].Match(method, path) {
+					want = &p.Routes[i]
+					break
+				}
+			}
+			got, ok := p.Match(method, path)
+			assert.Equal(t, want != nil, ok, "%s %q", method, path)
+			assert.Same(t, want, got, "%s %q", method, path)
+		}
+	}
+}
+
 func TestProfileMatchReturnsFirstRoute(t *testing.T) {
 	dir := t.TempDir()
 	path := write(t, dir, "p.yaml", `

@@ -60,11 +60,15 @@ func (p *Profile) ReadPreamble() (string, error) {
 	return string(b), nil
 }
 
-// Match returns the first granted route that method and path fall under.
+// Match returns the first granted route that method and path fall under. A route matches only
+// paths with one '/' per segment of its pattern ("/" counts as one), so routes of another
+// length are skipped without being walked.
 func (p *Profile) Match(method, path string) (*Route, bool) {
+	slashes := strings.Count(path, "/")
 	for i := range p.Routes {
-		if p.Routes[i].Match(method, path) {
-			return &p.Routes[i], true
+		r := &p.Routes[i]
+		if max(len(r.segments), 1) == slashes && r.Match(method, path) {
+			return r, true
 		}
 	}
 	return nil, false
