@@ -14,15 +14,31 @@ var errBodyTooLarge = errors.New("body over the cap")
 func bodyReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 // readCapped reads at most max bytes of the body; one byte more is an error, whatever
-// Content-Length claimed.
+// Content-Length claimed. A declared length only sizes the first buffer (one byte over, to see
+// the end without growing); it is never trusted as the end.
 func readCapped(resp *http.Response, max int64) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.ContentLength > max {
 		return nil, errBodyTooLarge
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, err
+	size := int64(512)
+	if resp.ContentLength >= 0 {
+		size = resp.ContentLength + 1
+	}
+	b := make([]byte, 0, size)
+	r := io.LimitReader(resp.Body, max+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(b)) > max {
 		return nil, errBodyTooLarge

@@ -303,7 +303,7 @@ func CheckPath(p string) error {
 	if p == "/" {
 		return nil
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") {
 		switch seg {
 		case "":
 			return bad("has an empty segment ('//' or a trailing '/')")
@@ -385,7 +385,7 @@ func checkHeaders(h http.Header, credentialHeader string) error {
 			if len(v) > maxHeaderBytes {
 				return invalidf(fmt.Sprintf("header %s value is %d bytes, over the %d-byte cap", name, len(v), maxHeaderBytes))
 			}
-			if i := strings.IndexFunc(v, func(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }); i >= 0 {
+			if hasControl(v) {
 				return invalidf(fmt.Sprintf("header %s value contains a control character (CR, LF, NUL or similar)", name))
 			}
 		}
@@ -402,13 +402,31 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
+// hasControl reports a control character other than tab. Bytes of multi-byte UTF-8 sequences
+// are all ≥ 0x80, so a byte scan finds exactly the control runes.
+func hasControl(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenChar marks the bytes an HTTP token may hold (RFC 9110 tchar).
+var tokenChar = func() (t [256]bool) {
+	for c := '!'; c <= '~'; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
+
 func isToken(s string) bool {
 	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !tokenChar[s[i]] {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -51,7 +52,8 @@ func ownAnswer(status int, outcome Outcome, reason string, extra http.Header) Re
 		Error  Outcome `json:"error"`
 		Reason string  `json:"reason"`
 	}{outcome, reason})
-	h := http.Header{"Content-Type": {"application/json"}, OutcomeHeader: {string(outcome)}}
+	h := make(http.Header, 2+len(extra))
+	h["Content-Type"], h[OutcomeHeader] = []string{"application/json"}, []string{string(outcome)}
 	for k, v := range extra {
 		h[k] = v
 	}
@@ -63,17 +65,26 @@ func shedAnswer(reason string, retryAfter int) Response {
 		http.Header{"Retry-After": {strconv.Itoa(retryAfter)}})
 }
 
-// hopByHop headers describe one connection, not the message; they never reach the guest.
-var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// isHopByHop reports the headers that describe one connection, not the message; they never
+// reach the guest. Names are canonical, as in a response's Header.
+func isHopByHop(name string) bool {
+	switch name {
+	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
 
 func stripHopByHop(h http.Header) {
-	for _, v := range h.Values("Connection") {
-		for _, name := range bytes.Split([]byte(v), []byte(",")) {
-			h.Del(string(bytes.TrimSpace(name)))
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			h.Del(strings.TrimSpace(name))
 		}
 	}
-	for _, name := range hopByHop {
-		h.Del(name)
+	for name := range h {
+		if isHopByHop(name) {
+			delete(h, name)
+		}
 	}
 }

@@ -20,8 +20,8 @@ import (
 // for concurrent calls. Decisions are taken under one lock; network I/O happens outside it.
 type Run struct {
 	profile    *profiles.Profile
-	credHeader string // canonical form
-	credValue  string // "Scheme secret"; empty when the profile sends none
+	credHeader string   // canonical form
+	credValue  []string // {"Scheme secret"}, shared read-only by every request; nil when none is sent
 	redactor   *strings.Replacer
 	secret     []byte
 	transport  http.RoundTripper
@@ -75,7 +75,7 @@ func NewRun(cfg Config) (*Run, error) {
 	}
 	if secret := cfg.Secret.Value(); secret != "" {
 		r.credHeader = http.CanonicalHeaderKey(p.Credential.Header)
-		r.credValue = p.HeaderValue(cfg.Secret)
+		r.credValue = []string{p.HeaderValue(cfg.Secret)}
 		r.secret = []byte(secret)
 		r.redactor = strings.NewReplacer(secret, Redacted)
 	} else if p.Credential.Header != "" {
@@ -249,9 +249,9 @@ func (r *Run) forward(runCtx context.Context, req Request, entry TraceEntry, t0 
 		return r.failFromError(runCtx, ctx, entry, err, t0)
 	}
 	r.recordReply(resp)
-	h := resp.Header.Clone()
+	h := resp.Header // ours alone: stripped and redacted in place
 	stripHopByHop(h)
-	h.Del(OutcomeHeader) // it marks the broker's own answers: an upstream may not claim one
+	delete(h, OutcomeHeader) // it marks the broker's own answers: an upstream may not claim one
 	out := Response{Status: resp.StatusCode, Headers: r.redactHeaders(h), Body: r.redactBody(body)}
 	entry.UpstreamStatus = resp.StatusCode
 	return r.answer(entry, out, Forwarded, "", t0)
@@ -289,22 +289,23 @@ func upstreamErr(err error) string {
 }
 
 func (r *Run) newUpstreamRequest(ctx context.Context, method, path, query string, h http.Header, body []byte) (*http.Request, error) {
-	base := r.profile.BaseURL
-	u := *base
-	u.Opaque = base.Path + path // sent byte for byte: the canonical path that was matched
-	u.Path, u.RawPath, u.RawQuery = "", "", query
 	req, err := http.NewRequestWithContext(ctx, method, "", nil)
 	if err != nil {
 		return nil, err
 	}
-	req.URL = &u
+	base := r.profile.BaseURL
+	u := req.URL
+	*u = *base
+	u.Opaque = base.Path + path // sent byte for byte: the canonical path that was matched
+	u.Path, u.RawPath, u.RawQuery = "", "", query
 	req.Host = base.Host
-	req.Header = h.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
+	// A fresh map, so the credential never lands in the caller's; the value slices are shared,
+	// as neither the broker nor the transport writes to them.
+	for name, vals := range h {
+		req.Header[name] = vals
 	}
-	if r.credValue != "" {
-		req.Header[r.credHeader] = []string{r.credValue}
+	if r.credValue != nil {
+		req.Header[r.credHeader] = r.credValue
 	}
 	if len(body) > 0 {
 		req.Body = bodyReader(body)
