@@ -15,7 +15,8 @@ func bodyReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)
 
 // readCapped reads at most max bytes of the body; one byte more is an error, whatever
 // Content-Length claimed. A declared length only sizes the first buffer (one byte over, to see
-// the end without growing); it is never trusted as the end.
+// the end without growing), up to 64 KiB so that a claim alone cannot make the broker allocate
+// much; it is never trusted as the end.
 func readCapped(resp *http.Response, max int64) ([]byte, error) {
 	defer resp.Body.Close()
 	if resp.ContentLength > max {
@@ -23,7 +24,7 @@ func readCapped(resp *http.Response, max int64) ([]byte, error) {
 	}
 	size := int64(512)
 	if resp.ContentLength >= 0 {
-		size = resp.ContentLength + 1
+		size = min(resp.ContentLength+1, 64<<10)
 	}
 	b := make([]byte, 0, size)
 	r := io.LimitReader(resp.Body, max+1)
