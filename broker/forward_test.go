@@ -405,3 +405,26 @@ func TestNewRunNeedsAProfile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, r.ID(), 16, "a random run id when none is given")
 }
+
+// TestForwardLargeBodies reads bodies past the first buffer, with and without Content-Length.
+func TestForwardLargeBodies(t *testing.T) {
+	big := make([]byte, 300<<10+7)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	api := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pets/sized" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(big)))
+		}
+		for off := 0; off < len(big); off += 10000 {
+			_, _ = w.Write(big[off:min(off+10000, len(big))])
+			w.(http.Flusher).Flush()
+		}
+	})
+	run := newRun(t, writeProfile(t, api.URL, petRoutes), nil)
+	for _, path := range []string{"/pets/sized", "/pets/chunked"} {
+		g := get(t, run, path)
+		require.Equal(t, http.StatusOK, g.Status, path)
+		assert.Equal(t, big, g.bytes(t), path)
+	}
+}
