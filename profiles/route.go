@@ -29,7 +29,9 @@ func (r *Route) Match(method, path string) bool {
 		return false
 	}
 	if len(r.segments) == 0 {
-		return path == "/"
+		// Only "/" has no segments. A Route built by hand, not by ParseRoute, has none either:
+		// it matches nothing rather than granting "/".
+		return path == "/" && r.Pattern == "/"
 	}
 	rest := path[1:]
 	for i, want := range r.segments {

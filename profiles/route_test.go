@@ -141,6 +141,16 @@ func indexOf(routes []profiles.Route, s string) int {
 	return -1
 }
 
+// TestRouteNotParsedMatchesNothing: a Route built as a literal has no compiled segments; it
+// must fail closed, not grant "/".
+func TestRouteNotParsedMatchesNothing(t *testing.T) {
+	for _, r := range []profiles.Route{{Method: "GET", Pattern: "/admin"}, {Method: "GET", Pattern: "/*"}, {}} {
+		for _, path := range []string{"/", "/admin", "/x", ""} {
+			assert.False(t, r.Match(r.Method, path), "%q vs %q", r.String(), path)
+		}
+	}
+}
+
 func TestParseRoute(t *testing.T) {
 	for _, ok := range []string{"GET /", "HEAD /a", "PUT /a/*", "PATCH /*/*", "DELETE /a-b_c~d", "GET /a:b@c"} {
 		_, err := profiles.ParseRoute(ok)
