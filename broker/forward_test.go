@@ -428,3 +428,33 @@ func TestForwardLargeBodies(t *testing.T) {
 		assert.Equal(t, big, g.bytes(t), path)
 	}
 }
+
+// TestFailureReasonsAreRedacted: an upstream that answers garbage echoing the credential gets a
+// failed call whose reason (from the HTTP client's error) names no secret.
+func TestFailureReasonsAreRedacted(t *testing.T) {
+	cases := map[string]struct {
+		reply  func(cred string) string
+		reason string
+	}{
+		"status line": {func(cred string) string { return "HTTP/1.1-" + cred + "\r\n\r\n" }, "malformed HTTP response"},
+		"header line": {func(cred string) string { return "HTTP/1.1 200 OK\r\n" + cred + "\r\n\r\n" }, "malformed MIME header"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			api := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				rawReply(tc.reply(strings.TrimPrefix(r.Header.Get(credHeader), credScheme+" ")))(w, r)
+			})
+			run := newRun(t, writeProfile(t, api.URL, petRoutes), nil)
+			raw := run.CallEnvelope(context.Background(), req(t, "GET", "/pets"))
+			assert.NotContains(t, string(raw), secret)
+			g := decodeEnvelope(t, raw)
+			assert.Equal(t, http.StatusBadGateway, g.Status)
+			reason := g.own(t).Reason
+			assert.Contains(t, reason, tc.reason)
+			assert.Contains(t, reason, broker.Redacted)
+			var trace strings.Builder
+			require.NoError(t, broker.WriteTrace(&trace, run.Trace()))
+			assert.NotContains(t, trace.String(), secret)
+		})
+	}
+}
