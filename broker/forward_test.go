@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 func TestForwardSendsExactBytes(t *testing.T) {
@@ -457,4 +458,26 @@ func TestFailureReasonsAreRedacted(t *testing.T) {
 			assert.NotContains(t, trace.String(), secret)
 		})
 	}
+}
+
+// TestQuotedSecretIsRedacted: client errors quote what they saw (Go's %q), so a secret holding
+// a quote or a backslash shows up escaped; that form is redacted too.
+func TestQuotedSecretIsRedacted(t *testing.T) {
+	const odd = `tok"en\with`
+	api := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		rawReply("HTTP/1.1-"+r.Header.Get(credHeader)+"\r\n\r\n")(w, r)
+	})
+	run, err := broker.NewRun(broker.Config{Profile: writeProfile(t, api.URL, petRoutes), Secret: profiles.NewSecret(odd)})
+	require.NoError(t, err)
+	raw := run.CallEnvelope(context.Background(), req(t, "GET", "/pets"))
+	g := decodeEnvelope(t, raw)
+	require.Equal(t, http.StatusBadGateway, g.Status)
+	reason := g.own(t).Reason
+	assert.NotContains(t, reason, odd)
+	assert.NotContains(t, reason, `tok\"en\\with`)
+	assert.Contains(t, reason, broker.Redacted)
+	require.Len(t, api.requests(), 1)
+	assert.Equal(t, credScheme+" "+odd, api.requests()[0].Header.Get(credHeader), "the credential itself is sent as is")
+	a := run.Finish(broker.StatusError, fmt.Errorf("saw %q", odd))
+	assert.NotContains(t, a.Error, `tok\"en\\with`)
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +79,7 @@ func NewRun(cfg Config) (*Run, error) {
 		r.credHeader = http.CanonicalHeaderKey(p.Credential.Header)
 		r.credValue = []string{p.HeaderValue(cfg.Secret)}
 		r.secret = []byte(secret)
-		r.redactor = strings.NewReplacer(secret, Redacted)
+		r.redactor = strings.NewReplacer(redactions(secret)...)
 	} else if p.Credential.Header != "" {
 		r.credHeader = http.CanonicalHeaderKey(p.Credential.Header)
 	}
@@ -93,6 +95,18 @@ const (
 
 // Redacted replaces the secret wherever an upstream echoes it back.
 const Redacted = "[redacted]"
+
+// redactions are the replacer pairs for a secret: as is, and as Go's %q and the broker's own
+// quoting render it inside error messages, where a quote or a backslash comes out escaped.
+func redactions(secret string) []string {
+	pairs := []string{secret, Redacted}
+	for _, q := range []string{strconv.Quote(secret), strconv.QuoteToASCII(secret)} {
+		if inner := q[1 : len(q)-1]; inner != secret && !slices.Contains(pairs, inner) {
+			pairs = append(pairs, inner, Redacted)
+		}
+	}
+	return pairs
+}
 
 // NewRunID returns a random run id.
 func NewRunID() string {

@@ -1,0 +1,238 @@
+// Command wasmbuild rebuilds the guest modules that plimsoll embeds, reproducibly.
+//
+//	go run ./guests/internal/wasmbuild [-check] [target ...]
+//
+// With no target it handles all of them. Each target's package is built with
+//
+//	GOOS=wasip1 GOARCH=wasm go build [-buildmode=c-shared] -trimpath -buildvcs=false -ldflags='-s -w'
+//
+// and gzipped deterministically (best compression, no name, zero modification time). The result
+// is written to the target's .wasm.gz, which is committed. With -check, nothing is written: the
+// fresh build is compared with the committed file and the command exits 1 when they differ.
+// The bytes depend on the Go toolchain and go.sum, so CI must use the toolchain in go.mod.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// target is one embedded guest module. Paths are relative to the module root.
+type target struct {
+	name    string
+	pkg     string // the package to build
+	out     string // the committed .wasm.gz
+	command bool   // build a command (_start) rather than a reactor (_initialize + run)
+}
+
+// targets lists every guest module. Adding a guest is one line here plus a go:generate line
+// next to its embed.
+var targets = []target{
+	{name: "js", pkg: "./guests/js/runtime", out: "guests/js/runtime.wasm.gz"},
+	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
+}
+
+func main() {
+	check := flag.Bool("check", false, "compare fresh builds with the committed files instead of writing them")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [target ...]\ntargets: %s\n", targetNames())
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if err := run(*check, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "wasmbuild:", err)
+		os.Exit(1)
+	}
+}
+
+func run(check bool, names []string) error {
+	selected, err := selectTargets(names)
+	if err != nil {
+		return err
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "wasmbuild-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	var stale []string
+	for _, t := range selected {
+		start := time.Now()
+		wasm, err := build(root, tmp, t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		gz, err := gzipBytes(wasm)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		took := time.Since(start).Round(100 * time.Millisecond)
+		outPath := filepath.Join(root, filepath.FromSlash(t.out))
+		committed, err := os.ReadFile(outPath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		same := err == nil && bytes.Equal(committed, gz)
+		summary := fmt.Sprintf("%s: %s: wasm %s, gzip %s, sha256 %x, built in %s",
+			t.name, t.out, size(len(wasm)), size(len(gz)), sha256.Sum256(gz), took)
+
+		switch {
+		case check && same:
+			fmt.Println(summary + ": up to date")
+		case check:
+			fmt.Fprintln(os.Stderr, summary)
+			fmt.Fprintf(os.Stderr, "%s: %s is stale: %s\n", t.name, t.out, staleReason(committed, err, wasm))
+			stale = append(stale, t.name)
+		case same:
+			fmt.Println(summary + ": unchanged")
+		default:
+			if err := writeAtomic(outPath, gz); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			fmt.Println(summary + ": written")
+		}
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("committed guest modules differ from a fresh build: %s\n"+
+			"rebuild with `go run ./guests/internal/wasmbuild %s` using the Go toolchain named in go.mod, and commit the result",
+			strings.Join(stale, ", "), strings.Join(stale, " "))
+	}
+	return nil
+}
+
+func selectTargets(names []string) ([]target, error) {
+	if len(names) == 0 {
+		return targets, nil
+	}
+	var out []target
+	for _, name := range names {
+		found := false
+		for _, t := range targets {
+			if t.name == name {
+				out = append(out, t)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown target %q (known: %s)", name, targetNames())
+		}
+	}
+	return out, nil
+}
+
+func targetNames() string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// moduleRoot is the directory of the main module's go.mod, so the command works from any
+// directory inside the module (go generate runs it from the package directory).
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func build(root, tmp string, t target) ([]byte, error) {
+	out := filepath.Join(tmp, t.name+".wasm")
+	args := []string{"build"}
+	if !t.command {
+		args = append(args, "-buildmode=c-shared")
+	}
+	args = append(args, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, t.pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	cmd.Stdout = os.Stderr
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("GOOS=wasip1 GOARCH=wasm go %s: %w", strings.Join(args, " "), err)
+	}
+	return os.ReadFile(out)
+}
+
+// gzipBytes compresses deterministically: the header carries no name and no time, and Go's
+// writer always records the OS as unknown.
+func gzipBytes(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// staleReason says whether the module itself changed or only its compression.
+func staleReason(committed []byte, readErr error, fresh []byte) string {
+	if readErr != nil {
+		return "it does not exist"
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(committed))
+	if err != nil {
+		return "it is not valid gzip: " + err.Error()
+	}
+	old, err := io.ReadAll(zr)
+	if err != nil {
+		return "it is not valid gzip: " + err.Error()
+	}
+	if bytes.Equal(old, fresh) {
+		return "the module inside is identical, only the compression differs (a different Go version's compress/flate?)"
+	}
+	return fmt.Sprintf("the module differs (committed wasm %s, sha256 %x; fresh wasm %s, sha256 %x)",
+		size(len(old)), sha256.Sum256(old), size(len(fresh)), sha256.Sum256(fresh))
+}
+
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".wasmbuild-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func size(n int) string {
+	return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
+}
