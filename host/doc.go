@@ -46,7 +46,9 @@
 // into compiled code, so it cannot differ per profile without compiling the JS runtime once per
 // limit. Instead each instance's memory is allocated by the host (experimental.MemoryAllocator),
 // which refuses growth past the run's limits.memory. That also tells an out-of-memory trap apart
-// from any other.
+// from any other. On Linux that memory is an anonymous mapping reserved up to the limit
+// (MAP_NORESERVE): growth never copies, untouched pages cost nothing, and it stays off the Go heap
+// (with it on the heap, a live JS run cost about 26 MiB of RSS instead of 15).
 //
 // Pooled instances (Options.PoolSize) are instantiated and initialised in the background with no
 // memory limit, and take the run's limit when a run binds them. A pooled instance whose memory is

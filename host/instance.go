@@ -95,6 +95,7 @@ func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.Compiled
 		WithRandSource(rand.Reader)
 	mod, err := r.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.mem), compiled, cfg)
 	if err != nil {
+		inst.mem.release()
 		return nil, err
 	}
 	inst.mod = mod
@@ -114,8 +115,10 @@ func (inst *instance) initialize(ctx context.Context) error {
 	return nil
 }
 
+// close closes the module and releases its memory. Call it once the guest has returned.
 func (inst *instance) close(ctx context.Context) {
 	_ = inst.mod.Close(ctx)
+	inst.mem.release()
 }
 
 // memory backs a guest's linear memory and enforces the run's memory limit. wazero's own limit
@@ -123,41 +126,65 @@ func (inst *instance) close(ctx context.Context) {
 // this one is per instance, and can be lowered when a pooled instance is bound to a profile.
 // It also remembers a refused growth, which is how an out-of-memory trap is told apart from
 // any other.
+//
+// Where the platform allows, the memory is a private anonymous mapping reserved up to the limit:
+// growing it never copies, untouched pages cost no RSS, and it is not on the Go heap, whose
+// collector would otherwise let garbage from growth copies live until the next cycle.
 type memory struct {
 	buf     []byte
+	mapped  []byte // the whole reservation, or nil when the memory is on the Go heap
 	limit   uint64 // bytes
 	refused uint64 // the size of the last growth refused, 0 if none
 	started bool   // the initial allocation is done
 }
 
 // Allocate implements experimental.MemoryAllocator. A module has at most one memory.
-func (m *memory) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	m.buf = make([]byte, 0, capacity)
+func (m *memory) Allocate(capacity, max uint64) experimental.LinearMemory {
+	if r, err := reserve(min(max, m.limit)); err == nil {
+		m.mapped, m.buf = r, r[:0]
+	} else {
+		m.buf = make([]byte, 0, capacity)
+	}
 	return m
 }
 
 // Reallocate implements experimental.LinearMemory: it grows the memory to size bytes, or returns
 // nil (memory.grow fails in the guest) when size is over the limit.
 func (m *memory) Reallocate(size uint64) []byte {
-	if size > m.limit {
+	if size > m.limit || (m.mapped != nil && size > uint64(len(m.mapped))) {
 		m.refused = size
 		if m.started {
 			return nil
 		}
-		// wazero cannot fail the initial allocation. checkMemory refuses such a module before it
-		// is instantiated; should one get here anyway, instantiate sees refused and closes it.
+		// wazero cannot fail the initial allocation. The host refuses such a module before it is
+		// instantiated; should one get here anyway, instantiate sees refused and closes it.
+		m.started = true
+		return make([]byte, size)
 	}
 	m.started = true
-	if size <= uint64(cap(m.buf)) {
+	switch {
+	case m.mapped != nil:
+		m.buf = m.mapped[:size]
+	case size <= uint64(cap(m.buf)):
 		m.buf = m.buf[:size]
-	} else {
+	default:
 		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
 	}
 	return m.buf
 }
 
-// Free implements experimental.LinearMemory.
-func (m *memory) Free() { m.buf = nil }
+// Free implements experimental.LinearMemory. wazero calls it when the module closes, which can
+// happen while the guest is still running (a close from host_call, or Runtime.Close), so it
+// unmaps nothing: release does, once the guest has returned.
+func (m *memory) Free() {}
+
+// release returns the memory to the system. The guest must not run again.
+func (m *memory) release() {
+	if m.mapped != nil {
+		unreserve(m.mapped)
+	}
+	m.mapped, m.buf = nil, nil
+}
 
 // entry says how a module is run.
 type entry int

@@ -1,0 +1,213 @@
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/guests/testguest"
+	"github.com/plimsoll/plimsoll/hostfuncs"
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// fixedBroker answers every call with the same envelope, so a benchmark measures the boundary.
+type fixedBroker struct{ answer []byte }
+
+func (f fixedBroker) CallEnvelope(context.Context, []byte) []byte { return f.answer }
+func (f fixedBroker) Refuse(string) []byte                        { return f.answer }
+
+// BenchmarkHostCallGo is one host_call round trip from the Go test guest: the guest copies nothing
+// but the envelope's address, the host copies the envelope out and the response in. b.N calls run
+// in one guest run.
+func BenchmarkHostCallGo(b *testing.B) {
+	envelope := `{"method":"GET","path":"/admin"}`
+	answer := []byte(`{"status":403,"headers":{},"body":""}`)
+
+	b.Run("boundary", func(b *testing.B) {
+		rt := newRuntime(b, Options{})
+		g, err := rt.compile(context.Background(), testguest.Wasm())
+		require.NoError(b, err)
+		defer g.mod.Close(context.Background())
+		limits := profiles.DefaultLimits
+		limits.MaxHostCalls = b.N + 1
+		ctx := hostfuncs.WithRun(context.Background(), hostfuncs.NewRun(fixedBroker{answer}, limits))
+		inst, err := instantiate(ctx, rt.r, g.mod, 1<<30)
+		require.NoError(b, err)
+		defer inst.close(ctx)
+		require.NoError(b, inst.initialize(ctx))
+		inst.port.stdin = bytes.NewReader(guestCmd(map[string]any{"op": "call", "n": b.N, "envelope": envelope, "cap": 4096}))
+
+		b.ResetTimer()
+		res, err := inst.mod.ExportedFunction("run").Call(ctx)
+		b.StopTimer()
+		require.NoError(b, err)
+		require.Zero(b, res[0])
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/call")
+	})
+
+	b.Run("denied by the broker", func(b *testing.B) {
+		ps := newPetstore(b)
+		p := profile(b, ps.URL, "limits:\n  max_host_calls: "+strconv.Itoa(b.N+1)+"\n")
+		rt := shared(b)
+		b.ResetTimer()
+		res := rt.Run(context.Background(), goGuest(), p, guestCmd(map[string]any{"op": "call", "n": b.N, "envelope": envelope, "cap": 4096}))
+		b.StopTimer()
+		require.NoError(b, res.Err)
+		require.Equal(b, b.N, res.Audit.Denied)
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/call")
+	})
+}
+
+// BenchmarkHostCallJS is one api.get from a JS tool (envelope built with JSON.stringify, the
+// response parsed and wrapped), answered cheaply by the broker (a denied route). b.N calls run
+// in one tool run. Tools cannot reach the raw-string bridge: the preamble hides it.
+func BenchmarkHostCallJS(b *testing.B) {
+	ps := newPetstore(b)
+	p := profile(b, ps.URL, "limits:\n  max_host_calls: "+strconv.Itoa(b.N+1)+"\n")
+	tool := JSTool("calls.js", `for (let i = 0; i < input.n; i++) await api.get("/admin"); return input.n;`)
+	rt := shared(b)
+	rt.Run(context.Background(), tool, p, []byte(`{"n":1}`)) // compile outside the timing
+
+	b.ResetTimer()
+	res := rt.Run(context.Background(), tool, p, []byte(`{"n":`+strconv.Itoa(b.N)+`}`))
+	b.StopTimer()
+	require.NoError(b, res.Err)
+	require.Equal(b, b.N, res.Audit.Denied)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/call")
+}
+
+// BenchmarkJSRun is the latency of a trivial JS run: with a fresh instance (instantiate and
+// _initialize on the run's path), and with a pre-initialised one from the pool (the pool is
+// refilled between runs, outside the timing).
+func BenchmarkJSRun(b *testing.B) {
+	ps := newPetstore(b)
+	p := profile(b, ps.URL, "")
+	tool := JSTool("trivial.js", `return 1;`)
+
+	b.Run("fresh", func(b *testing.B) {
+		rt := newRuntime(b, Options{})
+		rt.Run(context.Background(), tool, p, nil)
+		b.ResetTimer()
+		reportMedian(b, nil, func() {
+			if res := rt.Run(context.Background(), tool, p, nil); res.Err != nil {
+				b.Fatal(res.Err)
+			}
+		})
+	})
+
+	b.Run("pooled", func(b *testing.B) {
+		rt := newRuntime(b, Options{PoolSize: 4})
+		rt.Run(context.Background(), tool, p, nil)
+		b.ResetTimer()
+		refill := func() {
+			for len(rt.pool) < cap(rt.pool) {
+				time.Sleep(time.Millisecond) // a benchmark may wait; it asserts nothing on time
+			}
+		}
+		reportMedian(b, refill, func() {
+			if res := rt.Run(context.Background(), tool, p, nil); res.Err != nil {
+				b.Fatal(res.Err)
+			}
+		})
+	})
+}
+
+// reportMedian runs f b.N times, each after prepare (untimed), and reports the median duration
+// of f in ms.
+func reportMedian(b *testing.B, prepare, f func()) {
+	d := make([]time.Duration, 0, b.N)
+	for range b.N {
+		if prepare != nil {
+			b.StopTimer()
+			prepare()
+			b.StartTimer()
+		}
+		t0 := time.Now()
+		f()
+		d = append(d, time.Since(t0))
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms/run-median")
+}
+
+// BenchmarkJSRunsPerSecond is the throughput of trivial JS runs with fresh instances, from as
+// many goroutines as the runtime has concurrent slots.
+func BenchmarkJSRunsPerSecond(b *testing.B) {
+	ps := newPetstore(b)
+	p := profile(b, ps.URL, "")
+	tool := JSTool("trivial.js", `return 1;`)
+	rt := newRuntime(b, Options{})
+	rt.Run(context.Background(), tool, p, nil)
+	b.SetParallelism(2) // 2×GOMAXPROCS goroutines, the default MaxConcurrent
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res := rt.Run(context.Background(), tool, p, nil); res.Err != nil {
+				b.Error(res.Err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// BenchmarkRSSPerLiveRun holds n JS runs alive at once (each has made a call and sleeps) and
+// reports the growth of the process's resident set per run.
+func BenchmarkRSSPerLiveRun(b *testing.B) {
+	const n = 16
+	ps := newPetstore(b)
+	p := profile(b, ps.URL, "")
+	tool := JSTool("live.js", `await api.get("/pets/1"); sleep(3600e3);`)
+	rt := newRuntime(b, Options{MaxConcurrent: n})
+	rt.Run(context.Background(), JSTool("warm.js", `return 1;`), p, nil)
+
+	var perRun float64
+	for range b.N {
+		ps.requests.Store(0)
+		runtime.GC()
+		debug.FreeOSMemory()
+		before := vmRSS(b)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() { rt.Run(ctx, tool, p, nil) })
+		}
+		for ps.requests.Load() < n {
+			time.Sleep(time.Millisecond)
+		}
+		after := vmRSS(b)
+		cancel()
+		wg.Wait()
+		perRun = float64(after-before) / n / (1 << 20)
+	}
+	b.ReportMetric(perRun, "MiB/run")
+}
+
+// vmRSS is the process's resident set size in bytes, from /proc/self/status.
+func vmRSS(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status:", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Skip("no VmRSS in /proc/self/status")
+	return 0
+}

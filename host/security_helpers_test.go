@@ -1,0 +1,578 @@
+package host_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/guests/testguest"
+	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// secSecret is the suite's credential. Every dash-separated part starts with a digit and the
+// letters are lower case, so it survives http.CanonicalHeaderKey unchanged: an upstream that
+// echoes it inside a header name cannot hide it by accident.
+const secSecret = "0d15ea5e-0c0ffee-5ec7e7-9f00d"
+
+const (
+	secEnv        = "SEC_TOKEN"
+	secCredHeader = "X-Api-Key"
+	secCredValue  = "Token " + secSecret
+)
+
+func secGetenv(k string) string {
+	if k == secEnv {
+		return secSecret
+	}
+	return ""
+}
+
+// secCacheDir is the compilation cache shared by every test package (see cmd/plimsoll-run).
+func secCacheDir() string {
+	if d := os.Getenv(host.EnvCacheDir); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), "plimsoll-test-cache")
+}
+
+// newSecRuntime builds a Runtime for the suite and closes it when the test ends.
+func newSecRuntime(t *testing.T, opts host.Options) *host.Runtime {
+	t.Helper()
+	opts.CacheDir = secCacheDir()
+	opts.Getenv = secGetenv
+	rt, err := host.New(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close(context.Background())) })
+	return rt
+}
+
+// seenRequest is one request as it reached an upstream.
+type seenRequest struct {
+	Method     string
+	RequestURI string
+	Host       string
+	Header     http.Header
+	Body       []byte
+}
+
+// recorder is a loopback upstream that counts every connection made to it and every byte it
+// read, and records every request it parsed. Its handler serves the suite's routes under /v1;
+// the faults that net/http cannot produce (lying lengths, resets, trickled headers) hijack the
+// connection and write raw bytes.
+type recorder struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	dials   atomic.Int64
+	bytesIn atomic.Int64
+
+	mu   sync.Mutex
+	reqs []seenRequest
+
+	other    string        // another upstream's URL, the target of off-host redirects
+	received chan struct{} // a signal per request (dropped when one is waiting)
+	canceled chan struct{} // closed when a /fault/hold request sees its context end
+	holdOnce sync.Once
+}
+
+func newRecorder(t *testing.T) *recorder {
+	t.Helper()
+	u := &recorder{t: t, received: make(chan struct{}, 1), canceled: make(chan struct{})}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
+	u.srv.Listener = &countingListener{Listener: u.srv.Listener, u: u}
+	u.srv.Start()
+	return u
+}
+
+func (u *recorder) URL() string { return u.srv.URL }
+
+// Close shuts the upstream down and waits for its handlers.
+func (u *recorder) Close() { u.srv.Close() }
+
+func (u *recorder) requests() []seenRequest {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]seenRequest(nil), u.reqs...)
+}
+
+type countingListener struct {
+	net.Listener
+	u *recorder
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.u.dials.Add(1)
+	return &countingConn{Conn: c, u: l.u}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	u *recorder
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.u.bytesIn.Add(int64(n))
+	return n, err
+}
+
+func (u *recorder) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	u.mu.Lock()
+	u.reqs = append(u.reqs, seenRequest{Method: r.Method, RequestURI: r.RequestURI, Host: r.Host,
+		Header: r.Header.Clone(), Body: body})
+	u.mu.Unlock()
+	select {
+	case u.received <- struct{}{}:
+	default:
+	}
+	path := strings.TrimPrefix(r.URL.EscapedPath(), "/v1")
+	if name, ok := strings.CutPrefix(path, "/fault/"); ok {
+		u.fault(name, w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	fmt.Fprintf(w, "ok %s %s", r.Method, r.RequestURI)
+}
+
+// fault serves /v1/fault/<name>.
+func (u *recorder) fault(name string, w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	switch name {
+	case "redirect-host":
+		http.Redirect(w, r, u.other+"/v1/pets/1", http.StatusFound)
+	case "redirect-scheme":
+		http.Redirect(w, r, "https://"+strings.TrimPrefix(u.other, "http://")+"/v1/pets/1", http.StatusTemporaryRedirect)
+	case "redirect-port":
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(u.other, "http://"))
+		http.Redirect(w, r, "http://localhost:"+port+"/v1/pets/1", http.StatusMovedPermanently)
+	case "redirect-path":
+		http.Redirect(w, r, "/v1/pets/1", http.StatusSeeOther)
+	case "big-honest":
+		h.Set("Content-Length", fmt.Sprint(secMaxResponse+1))
+		w.Write(bytes.Repeat([]byte("a"), secMaxResponse+1))
+	case "big-chunked":
+		w.Write(bytes.Repeat([]byte("a"), 4096))
+		w.(http.Flusher).Flush()
+		w.Write(bytes.Repeat([]byte("a"), secMaxResponse))
+	case "endless-chunked":
+		chunk := bytes.Repeat([]byte("z"), 4096)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return // the broker hung up
+			}
+			w.(http.Flusher).Flush()
+		}
+	case "big-close-delimited":
+		// HTTP/1.0 style: no length, no chunking, the end of the body is the end of the connection.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+			c.Write(bytes.Repeat([]byte("b"), secMaxResponse+1))
+		})
+	case "lying-short":
+		// Content-Length claims 10 bytes; a megabyte follows.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Type: text/plain\r\n\r\n")
+			c.Write(bytes.Repeat([]byte("L"), 1<<20))
+		})
+	case "lying-long":
+		// Content-Length claims more than arrives before the connection closes.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\nonly this")
+		})
+	case "lying-huge":
+		// Content-Length claims far more than the cap; a few bytes follow.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9000000000\r\n\r\nsmall")
+		})
+	case "trickle":
+		// Response headers one byte at a time, never finished.
+		u.raw(w, func(c net.Conn) {
+			head := "HTTP/1.1 200 OK\r\nX-Slow: "
+			for i := 0; ; i++ {
+				b := "a"
+				if i < len(head) {
+					b = head[i : i+1]
+				}
+				if _, err := io.WriteString(c, b); err != nil {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	case "silent":
+		// Reads the request and never answers.
+		u.raw(w, func(c net.Conn) { io.Copy(io.Discard, c) })
+	case "huge-headers":
+		for i := range 100 {
+			h.Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 1000))
+		}
+		io.WriteString(w, "never seen")
+	case "reset-before":
+		u.raw(w, func(c net.Conn) { reset(c) })
+	case "reset-mid-body":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+			c.Write(bytes.Repeat([]byte("m"), 1000))
+			reset(c)
+		})
+	case "eof-before":
+		u.raw(w, func(c net.Conn) {})
+	case "garbage":
+		u.raw(w, func(c net.Conn) { io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n\r\n") })
+	case "html":
+		h.Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>Gateway says no {not json</body></html>")
+	case "binary":
+		h.Set("Content-Type", "application/octet-stream")
+		w.Write([]byte{0xff, 0xfe, 0x00, 0x01, 0xc0, 0xae, 0x80, '"', '\\', '\n'})
+	case "gzip-bomb":
+		h.Set("Content-Encoding", "gzip")
+		h.Set("Content-Type", "application/json")
+		w.Write(gzipBomb())
+	case "echo":
+		// Every way an upstream can hand a credential back.
+		cred := r.Header.Get(secCredHeader)
+		h.Set("X-Echo", cred)
+		h.Set("Set-Cookie", "session="+cred)
+		h.Set("Location", "http://127.0.0.1/?k="+cred)
+		h.Set("X-"+secSecret, "in the name")
+		fmt.Fprintf(w, "you sent %s; again: %s", cred, cred)
+	case "echo-binary":
+		cred := r.Header.Get(secCredHeader)
+		w.Write(append([]byte{0xff, 0x00}, cred...))
+	case "echo-malformed":
+		// A broken header line that carries the credential: the transport's error quotes it.
+		cred := r.Header.Get(secCredHeader)
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Broken "+cred+"\r\n\r\n")
+		})
+	case "ansi-malformed":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Broken \x1b[2J\x1b[31mFAKE {\"run_id\":\"x\"}\r\n\r\n")
+		})
+	case "claims-outcome":
+		h.Set(broker.OutcomeHeader, "denied")
+		h.Set("Connection", "X-Hop")
+		h.Set("X-Hop", "connection-specific")
+		h.Set("Keep-Alive", "timeout=5")
+		h.Set("Proxy-Authenticate", "Basic")
+		io.WriteString(w, "upstream body")
+	case "hold":
+		// Holds the request until the broker gives up on it, and says so.
+		<-r.Context().Done()
+		u.holdOnce.Do(func() { close(u.canceled) })
+	default:
+		if ra, ok := strings.CutPrefix(name, "retry-after-"); ok {
+			h["Retry-After"] = []string{retryAfterValues[ra]}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "overloaded")
+			return
+		}
+		http.NotFound(w, r)
+	}
+}
+
+// retryAfterValues are the Retry-After values the upstream sends, by name.
+var retryAfterValues = map[string]string{
+	"negative": "-5", "fraction": "1.5", "junk": "120junk", "huge": "99999999999",
+	"past-date": "Wed, 21 Oct 2015 07:28:00 GMT", "empty": "",
+}
+
+// raw hijacks the connection, runs write on it, and closes it.
+func (u *recorder) raw(w http.ResponseWriter, write func(net.Conn)) {
+	c, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		u.t.Errorf("hijack: %v", err)
+		return
+	}
+	defer c.Close()
+	write(c)
+}
+
+// reset closes c with an RST rather than a FIN.
+func reset(c net.Conn) {
+	if cc, ok := c.(*countingConn); ok {
+		c = cc.Conn
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// gzipBomb is a small gzip stream (a few KiB) that inflates to 64 MiB of zeros.
+var gzipBomb = sync.OnceValue(func() []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zero := make([]byte, 1<<20)
+	for range 64 {
+		zw.Write(zero)
+	}
+	zw.Close()
+	return buf.Bytes()
+})
+
+// secMaxResponse is the suite profile's limits.max_response_bytes.
+const secMaxResponse = 64 << 10
+
+// secProfileYAML is the suite's grant. Cases add limits; %s is the upstream's URL.
+const secProfileYAML = `base_url: %s/v1
+credential:
+  header: X-Api-Key
+  scheme: Token
+  env: SEC_TOKEN
+routes:
+  - GET /pets
+  - GET /pets/*
+  - POST /pets
+  - GET /pets/*/toys
+  - GET /fault/*
+budget:
+  calls: %d
+limits:
+%s`
+
+// lim is a case's profile limits, by field name; "budget" sets budget.calls.
+type lim map[string]string
+
+// secProfile writes and loads the suite's profile for the upstream at base.
+func secProfile(t *testing.T, base string, l lim) *profiles.Profile {
+	t.Helper()
+	fields := map[string]string{"run_timeout": "20s", "call_timeout": "5s",
+		"max_response_bytes": fmt.Sprint(secMaxResponse)}
+	budget := "100"
+	for k, v := range l {
+		if k == "budget" {
+			budget = v
+			continue
+		}
+		fields[k] = v
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var limits strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&limits, "  %s: %s\n", k, fields[k])
+	}
+	var n int
+	fmt.Sscan(budget, &n)
+	path := filepath.Join(t.TempDir(), "sec.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(secProfileYAML, base, n, limits.String())), 0o600))
+	p, err := profiles.LoadFile(path)
+	require.NoError(t, err)
+	return p
+}
+
+// jsPrelude runs before every JavaScript case. It gives the case:
+//   - raw(text): send text as the request envelope, byte for byte, bypassing the preamble's
+//     envelope builder (a hostile tool can do the same: the preamble looks JSON.stringify up
+//     at call time);
+//   - show(r): "STATUS OUTCOME REASON" for the broker's own answers, "STATUS forwarded BODY"
+//     otherwise;
+//   - a log line "seen <envelope>" for every response envelope the guest receives, so the
+//     credential checks cover everything the guest could see.
+const jsPrelude = `
+const __stringify = JSON.stringify, __parse = JSON.parse;
+JSON.parse = function (text) {
+  if (typeof text === "string" && text.startsWith('{"status"')) console.error("seen " + text);
+  return __parse.apply(JSON, arguments);
+};
+function raw(text) {
+  JSON.stringify = function () { JSON.stringify = __stringify; return text; };
+  return api.get("/");
+}
+function show(r) {
+  if (r.outcome === "forwarded") return r.status + " forwarded " + r.body;
+  return r.status + " " + r.outcome + " " + __parse(r.body).reason;
+}
+`
+
+// goGuest is the Go test guest (see guests/testguest/guest).
+func goGuest() host.Tool { return host.WasmTool("testguest", testguest.Wasm()) }
+
+// envelopeShape is the part of a response envelope the suite reads.
+type envelopeShape struct {
+	Status     int                 `json:"status"`
+	Headers    map[string][]string `json:"headers"`
+	Body       *string             `json:"body"`
+	BodyBase64 *string             `json:"body_base64"`
+}
+
+// guestView is what the guest saw, as text: a JS tool's result (a JSON string is unquoted), or
+// the Go guest's output with each response envelope shown as show() would.
+func guestView(out []byte, isGo bool) string {
+	if !isGo {
+		var s string
+		if json.Unmarshal(out, &s) == nil {
+			return s
+		}
+		return string(out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		var env envelopeShape
+		if err := json.Unmarshal([]byte(l), &env); err != nil || env.Status == 0 {
+			lines = append(lines, l)
+			continue
+		}
+		outcome := "forwarded"
+		if v := env.Headers[broker.OutcomeHeader]; len(v) > 0 {
+			outcome = v[0]
+		}
+		body := ""
+		if env.Body != nil {
+			body = *env.Body
+		}
+		if outcome != "forwarded" {
+			var own struct{ Reason string }
+			json.Unmarshal([]byte(body), &own)
+			body = own.Reason
+		}
+		lines = append(lines, fmt.Sprintf("%d %s %s", env.Status, outcome, body))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// requireWant checks that got holds each " | "-separated part of want, in order.
+func requireWant(t *testing.T, want, got string) {
+	t.Helper()
+	rest := got
+	for _, part := range strings.Split(want, " | ") {
+		i := strings.Index(rest, part)
+		require.True(t, i >= 0, "the guest saw:\n%s\nwant, in order: %q (missing %q)", got, want, part)
+		rest = rest[i+len(part):]
+	}
+}
+
+// requireOneJSONLine checks that b is exactly one line of valid JSON, newline-terminated.
+func requireOneJSONLine(t *testing.T, what string, b []byte) {
+	t.Helper()
+	require.True(t, bytes.HasSuffix(b, []byte("\n")), "%s does not end with a newline: %q", what, b)
+	require.Equal(t, 1, bytes.Count(b, []byte("\n")), "%s is not one line: %q", what, b)
+	require.True(t, json.Valid(b), "%s is not valid JSON: %q", what, b)
+	require.False(t, bytes.ContainsAny(b, "\r\x1b\x00"), "%s holds a raw control character: %q", what, b)
+}
+
+// hasControl reports C0 controls and DEL, the bytes that can forge lines or drive a terminal.
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 }) >= 0
+}
+
+// requireAuditAndTrace checks the run's record: exactly one valid audit line that decodes back
+// to the audit, and a trace of one valid JSON line per call whose outcomes add up to the
+// counters and whose fields hold no raw control characters.
+func requireAuditAndTrace(t *testing.T, res host.Result) {
+	t.Helper()
+	line := res.Audit.Line()
+	requireOneJSONLine(t, "the audit line", line)
+	var back broker.Audit
+	require.NoError(t, json.Unmarshal(line, &back))
+	require.Equal(t, res.Audit, back)
+	require.NotEmpty(t, res.Audit.RunID)
+
+	var buf bytes.Buffer
+	require.NoError(t, broker.WriteTrace(&buf, res.Trace))
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(nil, 1<<20)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		requireOneJSONLine(t, "a trace line", append(sc.Bytes(), '\n'))
+	}
+	require.Equal(t, len(res.Trace), lines)
+	require.Equal(t, res.Audit.HostCalls, len(res.Trace), "one trace entry per host call")
+	tally := broker.Counters{HostCalls: len(res.Trace), Probes: res.Audit.Probes, ProbesOK: res.Audit.ProbesOK,
+		BreakerOpens: res.Audit.BreakerOpens}
+	for i, e := range res.Trace {
+		require.Equal(t, i+1, e.Seq)
+		for field, v := range map[string]string{"method": e.Method, "path": e.Path, "reason": e.Reason, "route": e.Route} {
+			require.False(t, hasControl(v), "trace entry %d: %s holds a raw control character: %q", e.Seq, field, v)
+		}
+		switch e.Outcome {
+		case broker.Forwarded:
+			tally.Forwarded++
+		case broker.Shed:
+			tally.Shed++
+		case broker.Denied:
+			tally.Denied++
+		case broker.OverBudget:
+			tally.OverBudget++
+		case broker.Invalid:
+			tally.Invalid++
+		case broker.Failed:
+			tally.Failed++
+		}
+	}
+	require.Equal(t, res.Audit.Counters, tally, "the trace's outcomes add up to the audit's counters")
+	require.False(t, hasControl(res.Audit.Error), "audit error holds a raw control character: %q", res.Audit.Error)
+}
+
+// requireNoCredential checks that the credential is nowhere the guest, the trace, the audit
+// line or the log can show.
+func requireNoCredential(t *testing.T, res host.Result) {
+	t.Helper()
+	trace, err := json.Marshal(res.Trace)
+	require.NoError(t, err)
+	places := map[string]string{"output": string(res.Output), "log": string(res.Log), "trace": string(trace),
+		"audit": string(res.Audit.Line())}
+	if res.Err != nil {
+		places["error"] = res.Err.Error()
+	}
+	for where, text := range places {
+		for _, form := range []string{secSecret, strings.ToLower(secSecret), strings.ToUpper(secSecret)} {
+			require.NotContains(t, text, form, "the credential leaked into the %s", where)
+		}
+	}
+}
+
+// requireGoroutinesBack waits for goroutines a finished run leaves behind to exit (wazero's
+// context watcher, the transport's connection loops once the upstream closed them). It polls; it
+// asserts nothing about time, only that the count comes back.
+func requireGoroutinesBack(t *testing.T, base int) {
+	t.Helper()
+	for i := 0; i < 5000 && runtime.NumGoroutine() > base; i++ {
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines left running, want at most %d:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// guestCmd encodes a Go test guest command.
+func guestCmd(fields map[string]any) []byte {
+	b, err := json.Marshal(fields)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
