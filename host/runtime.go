@@ -255,7 +255,9 @@ func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, inpu
 	secret, secretErr := p.ResolveSecret(rt.getenv)
 	b, err := rt.newBroker(runID, tool, p, secret)
 	if err != nil {
-		return unbrokered(runID, tool, setupError("start the broker", err))
+		res := unbrokered(runID, tool, setupError("start the broker", err))
+		res.Audit.Profile = p.Name
+		return res
 	}
 	var res Result
 	if secretErr != nil {
@@ -289,7 +291,9 @@ func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secre
 func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
 	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{})
 	if berr != nil {
-		return unbrokered(runID, tool, err)
+		res := unbrokered(runID, tool, err)
+		res.Audit.Profile = p.Name
+		return res
 	}
 	return Result{Err: err, Audit: b.Finish(statusOf(err), err)}
 }
