@@ -347,11 +347,10 @@ func (r *Run) redactHeaders(h http.Header) http.Header {
 	if r.redactor == nil {
 		return h
 	}
-	for k, vs := range h {
+	for _, vs := range h {
 		for i, v := range vs {
-			vs[i] = r.redactor.Replace(v)
+			vs[i] = r.redactor.Replace(v) // in place: the slices are ours
 		}
-		h[k] = vs
 	}
 	return h
 }
