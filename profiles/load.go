@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -267,6 +268,9 @@ func (d *decoder) credential(v any) Credential {
 	if !isToken(c.Header) {
 		d.fail("credential.header", "%q is not a valid header name", c.Header)
 	}
+	if framingHeaders[http.CanonicalHeaderKey(c.Header)] {
+		d.fail("credential.header", "%q frames or routes the request: the HTTP client drops or misreads it", c.Header)
+	}
 	c.Scheme, _ = d.str("credential.scheme", m["scheme"], false)
 	if c.Scheme != "" && !isToken(c.Scheme) {
 		d.fail("credential.scheme", "%q must be a single token such as Bearer", c.Scheme)
@@ -280,6 +284,13 @@ func (d *decoder) credential(v any) Credential {
 		c.File = filepath.Join(filepath.Dir(d.file), c.File)
 	}
 	return c
+}
+
+// framingHeaders belong to the HTTP client: it drops a Host or Content-Length set in a header
+// map, and the others change how the message is framed or the connection is kept.
+var framingHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Keep-Alive": true, "Te": true, "Trailer": true, "Upgrade": true, "Expect": true,
 }
 
 func (d *decoder) routes(v any) []Route {

@@ -297,6 +297,12 @@ func TestLoadRefusals(t *testing.T) {
 			"credential.header", `"X Api Key" is not a valid header name`},
 		{"credential header colon", map[string]string{"credential": "credential:\n  header: 'X-Key:'\n  env: TOKEN"},
 			"credential.header", `"X-Key:" is not a valid header name`},
+		{"credential header Host", map[string]string{"credential": "credential:\n  header: host\n  env: TOKEN"},
+			"credential.header", `"host" frames or routes the request: the HTTP client drops or misreads it`},
+		{"credential header Content-Length", map[string]string{"credential": "credential:\n  header: Content-Length\n  env: TOKEN"},
+			"credential.header", `"Content-Length" frames or routes the request: the HTTP client drops or misreads it`},
+		{"credential header Transfer-Encoding", map[string]string{"credential": "credential:\n  header: transfer-encoding\n  env: TOKEN"},
+			"credential.header", `"transfer-encoding" frames or routes the request: the HTTP client drops or misreads it`},
 		{"credential scheme two words", map[string]string{"credential": "credential:\n  scheme: Bearer token\n  env: TOKEN"},
 			"credential.scheme", `"Bearer token" must be a single token such as Bearer`},
 
