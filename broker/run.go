@@ -115,6 +115,12 @@ func NewRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// String names the run without its credential, so a Run printed by mistake leaks nothing.
+func (r *Run) String() string { return "broker.Run{" + r.runID + " " + r.profile.Name + "}" }
+
+// GoString is String, for %#v.
+func (r *Run) GoString() string { return r.String() }
+
 // ID is the run id written on the audit line.
 func (r *Run) ID() string { return r.runID }
 
@@ -254,20 +260,20 @@ func (r *Run) forward(runCtx context.Context, req Request, entry TraceEntry, t0 
 	if err != nil {
 		return r.failFromError(runCtx, ctx, entry, err, t0)
 	}
+	// The status alone says whether the API is overloaded, even if its body then fails to arrive.
+	r.recordReply(resp)
+	entry.UpstreamStatus = resp.StatusCode
 	body, err := readCapped(resp, r.profile.Limits.MaxResponseBytes)
+	if errors.Is(err, errBodyTooLarge) {
+		return r.fail(entry, http.StatusBadGateway, fmt.Sprintf("upstream body is over limits.max_response_bytes (%s)", profiles.FormatSize(r.profile.Limits.MaxResponseBytes)), t0)
+	}
 	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			r.recordReply(resp)
-			return r.fail(entry, http.StatusBadGateway, fmt.Sprintf("upstream body is over limits.max_response_bytes (%s)", profiles.FormatSize(r.profile.Limits.MaxResponseBytes)), t0)
-		}
 		return r.failFromError(runCtx, ctx, entry, err, t0)
 	}
-	r.recordReply(resp)
 	h := resp.Header // ours alone: stripped and redacted in place
 	stripHopByHop(h)
 	delete(h, OutcomeHeader) // it marks the broker's own answers: an upstream may not claim one
 	out := Response{Status: resp.StatusCode, Headers: r.redactHeaders(h), Body: r.redactBody(body)}
-	entry.UpstreamStatus = resp.StatusCode
 	return r.answer(entry, out, Forwarded, "", t0)
 }
 
@@ -347,12 +353,67 @@ func (r *Run) redactHeaders(h http.Header) http.Header {
 	if r.redactor == nil {
 		return h
 	}
-	for _, vs := range h {
+	var renamed []string
+	for name, vs := range h {
 		for i, v := range vs {
 			vs[i] = r.redactor.Replace(v) // in place: the slices are ours
 		}
+		if r.redactName(name) != name {
+			renamed = append(renamed, name)
+		}
+	}
+	// An upstream may echo the secret in a header name, too.
+	for _, name := range renamed {
+		to := r.redactName(name)
+		h[to] = append(h[to], h[name]...)
+		delete(h, name)
 	}
 	return h
+}
+
+// redactName redacts the secret in a header name, whatever its case: the transport canonicalises
+// names ("x-sk-live-abc" arrives as "X-Sk-Live-Abc"), and a name is case-insensitive anyway.
+func (r *Run) redactName(name string) string {
+	if !isToken(name) {
+		return r.redactor.Replace(name) // a name from the transport is always a token
+	}
+	secret := string(r.secret)
+	i := indexFoldASCII(name, secret)
+	if i < 0 {
+		return name
+	}
+	var b strings.Builder
+	for ; i >= 0; i = indexFoldASCII(name, secret) {
+		b.WriteString(name[:i])
+		b.WriteString(Redacted)
+		name = name[i+len(secret):]
+	}
+	b.WriteString(name)
+	return b.String()
+}
+
+// indexFoldASCII is strings.Index with ASCII letters matched in either case.
+func indexFoldASCII(s, sub string) int {
+	if sub == "" {
+		return -1
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lowerASCII(s[i+j]) == lowerASCII(sub[j]) {
+			j++
+		}
+		if j == len(sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // answer records the call and returns the guest's answer.
@@ -449,6 +510,9 @@ func trimQuote(s string) string {
 	if s == "" {
 		return ""
 	}
-	q := quote(s)
-	return strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)
+	q := strings.TrimPrefix(quote(s), `"`)
+	if cut, ok := strings.CutSuffix(q, `"…`); ok {
+		return cut + "…"
+	}
+	return strings.TrimSuffix(q, `"`)
 }

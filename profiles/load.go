@@ -228,7 +228,7 @@ func (d *decoder) baseURL(v any) *url.URL {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		d.fail("base_url", "not a URL: %v", err)
+		d.fail("base_url", "is not a valid URL (not repeated here: it may hold a password)")
 	case u.Scheme != "http" && u.Scheme != "https":
 		d.fail("base_url", "scheme must be http or https, not %q", u.Scheme)
 	case u.Host == "" || u.Hostname() == "":
