@@ -94,4 +94,3 @@ func TestBadBaseURLErrorDoesNotEchoIt(t *testing.T) {
 	assert.Contains(t, err.Error(), "base_url: is not a valid URL")
 	assert.NotContains(t, err.Error(), "hunter2")
 }
-
