@@ -300,6 +300,9 @@ func CheckPath(p string) error {
 			}
 		}
 	}
+	if err := checkDecoded(p, bad); err != nil {
+		return err
+	}
 	if p == "/" {
 		return nil
 	}
@@ -331,6 +334,65 @@ func checkEscape(p string, i int, bad func(string) error) error {
 		return bad("contains an encoded '%' (%25)")
 	}
 	return nil
+}
+
+// checkDecoded looks at what the escapes of a path (already checked by checkEscape) decode to.
+// They must decode to well-formed UTF-8: that refuses the overlong forms of '.' and '/' (%C0%AE,
+// %E0%80%AE, %C0%AF) that lenient decoders still map to ASCII. And they must not encode a
+// character that Unicode compatibility folding (NFKC) turns into '.', '/', '\' or '%', such as
+// the fullwidth '．' (%EF%BC%8E): a server that decodes and normalises would see a path other
+// than the one matched, exactly as with %2E.
+func checkDecoded(p string, bad func(string) error) error {
+	if strings.IndexByte(p, '%') < 0 {
+		return nil
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' {
+			b = append(b, unhex(p[i+1])<<4|unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, p[i])
+	}
+	if !utf8.Valid(b) {
+		return bad("has escapes that do not decode to valid UTF-8 (an overlong or broken sequence)")
+	}
+	for _, r := range string(b) {
+		if r >= 0x80 && foldsToDelimiter(r) {
+			return bad(fmt.Sprintf("contains an encoded U+%04X, which Unicode folding (NFKC) turns into '.', '/', '\\' or '%%'", r))
+		}
+	}
+	return nil
+}
+
+// foldsToDelimiter reports the 40 characters whose NFKC form contains '.', '/', '\' or '%'
+// (Unicode 15; host/security_test.go checks the list against golang.org/x/text/unicode/norm).
+func foldsToDelimiter(r rune) bool {
+	switch {
+	case 0x2024 <= r && r <= 0x2026, // ․ ‥ …
+		0x2488 <= r && r <= 0x249B: // ⒈ … ⒛
+		return true
+	}
+	switch r {
+	case 0x2100, 0x2101, 0x2105, 0x2106, // ℀ ℁ ℅ ℆
+		0x33C2, 0x33C7, 0x33D8, // ㏂ ㏇ ㏘
+		0xFE19, 0xFE30, 0xFE52, 0xFE68, 0xFE6A, // ︙ ︰ ﹒ ﹨ ﹪
+		0xFF05, 0xFF0E, 0xFF0F, 0xFF3C, // ％ ． ／ ＼
+		0x1F100: // 🄀
+		return true
+	}
+	return false
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 func isHex(c byte) bool {
