@@ -353,7 +353,7 @@ func (r *Run) redactHeaders(h http.Header) http.Header {
 	if r.redactor == nil {
 		return h
 	}
-	var renamed []string
+	var renamed []string // an upstream may echo the secret in a header name, too
 	for name, vs := range h {
 		for i, v := range vs {
 			vs[i] = r.redactor.Replace(v) // in place: the slices are ours
@@ -362,7 +362,6 @@ func (r *Run) redactHeaders(h http.Header) http.Header {
 			renamed = append(renamed, name)
 		}
 	}
-	// An upstream may echo the secret in a header name, too.
 	for _, name := range renamed {
 		to := r.redactName(name)
 		h[to] = append(h[to], h[name]...)
@@ -377,7 +376,7 @@ func (r *Run) redactName(name string) string {
 	if !isToken(name) {
 		return r.redactor.Replace(name) // a name from the transport is always a token
 	}
-	secret := string(r.secret)
+	secret := r.secret
 	i := indexFoldASCII(name, secret)
 	if i < 0 {
 		return name
@@ -393,8 +392,8 @@ func (r *Run) redactName(name string) string {
 }
 
 // indexFoldASCII is strings.Index with ASCII letters matched in either case.
-func indexFoldASCII(s, sub string) int {
-	if sub == "" {
+func indexFoldASCII(s string, sub []byte) int {
+	if len(sub) == 0 {
 		return -1
 	}
 	for i := 0; i+len(sub) <= len(s); i++ {
