@@ -9,9 +9,20 @@
 //	{"op":"call","n":3,"envelope":"{...}","cap":4096,"print":true}
 //	    make n host calls with envelope; cap is the response buffer (a smaller one exercises
 //	    host_response); print writes each response envelope to stdout, one a line
+//	{"op":"call",...,"envelope_base64":"..."}
+//	    the same with an envelope given as raw bytes (base64), for bytes JSON text cannot carry
+//	    such as invalid UTF-8
 //	{"op":"raw","args":[req_ptr,req_len,resp_ptr,resp_cap]}
 //	    call host_call with these exact i32s and print the return value; a negative req_ptr or
 //	    resp_ptr means "my buffer", so only the other values are arbitrary
+//	{"op":"raw","fn":"host_response","args":[ptr,cap],"pending":true}
+//	    the same for host_response (a negative ptr means "my buffer"); with pending, first make a
+//	    host_call with no room for the answer, so that a response is pending, and print its result
+//	{"op":"mark","msg":"<reversed marker>","n":N,"scan":true}
+//	    keep n copies of the marker (msg reversed) in memory; with scan, then print what scan finds
+//	{"op":"scan","msg":"<reversed marker>"}
+//	    print how many copies of the marker (msg reversed) lie in linear memory below the end of
+//	    a fresh 8 MiB allocation. The marker is never built in this run, so a fresh instance finds 0
 //	{"op":"loop"}                   spin forever
 //	{"op":"oom"}                    allocate and keep 1 MiB blocks until the runtime dies
 //	{"op":"flood","fd":1,"n":N}     write n bytes (forever when n is 0) to stdout (1) or stderr (2)
@@ -25,6 +36,7 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -45,12 +57,16 @@ type command struct {
 	Op       string  `json:"op"`
 	N        int     `json:"n"`
 	Envelope string  `json:"envelope"`
+	EnvB64   string  `json:"envelope_base64"`
 	Cap      int     `json:"cap"`
 	Print    bool    `json:"print"`
 	Args     []int64 `json:"args"`
 	FD       int     `json:"fd"`
 	Ms       int     `json:"ms"`
 	Msg      string  `json:"msg"`
+	Fn       string  `json:"fn"`
+	Scan     bool    `json:"scan"`
+	Pending  bool    `json:"pending"`
 }
 
 var counter int
@@ -99,6 +115,10 @@ func run() int32 {
 	case "state":
 		counter++
 		fmt.Println(counter)
+	case "mark":
+		return mark(c)
+	case "scan":
+		fmt.Println(scan(c.Msg))
 	default:
 		return fail("unknown op " + c.Op)
 	}
@@ -107,6 +127,12 @@ func run() int32 {
 
 func call(c command) int32 {
 	req := []byte(c.Envelope)
+	if c.EnvB64 != "" {
+		var err error
+		if req, err = base64.StdEncoding.DecodeString(c.EnvB64); err != nil {
+			return fail("envelope_base64: " + err.Error())
+		}
+	}
 	resp := make([]byte, max(c.Cap, 1))
 	for range c.N {
 		n := hostCall(addr(req), uint32(len(req)), addr(resp), uint32(c.Cap))
@@ -131,10 +157,27 @@ func call(c command) int32 {
 }
 
 func raw(c command) int32 {
+	buf := make([]byte, 256)
+	if c.Fn == "host_response" {
+		if len(c.Args) != 2 {
+			return fail("raw host_response needs 2 args")
+		}
+		ptr := uint32(c.Args[0])
+		if c.Args[0] < 0 {
+			ptr = addr(buf)
+		}
+		if c.Pending {
+			req := []byte(`{"method":"GET","path":"/"}`)
+			fmt.Println(hostCall(addr(req), uint32(len(req)), addr(buf), 0))
+			runtime.KeepAlive(req)
+		}
+		fmt.Println(hostResponse(ptr, uint32(c.Args[1])))
+		runtime.KeepAlive(buf)
+		return 0
+	}
 	if len(c.Args) != 4 {
 		return fail("raw needs 4 args")
 	}
-	buf := make([]byte, 256)
 	copy(buf, `{"method":"GET","path":"/"}`)
 	a := [4]uint32{}
 	for i, v := range c.Args {
@@ -187,6 +230,52 @@ func env() int32 {
 	b, _ := json.Marshal(out)
 	os.Stdout.Write(b)
 	return 0
+}
+
+// marked keeps the copies made by mark alive for the rest of the run.
+var marked [][]byte
+
+func mark(c command) int32 {
+	m := reverse(c.Msg)
+	for range c.N {
+		marked = append(marked, append([]byte(nil), m...))
+	}
+	if c.Scan {
+		fmt.Println(scan(c.Msg))
+	}
+	return 0
+}
+
+// scan counts the copies of reverse(rev) in linear memory from address 1 (Go keeps address 0 as
+// nil) to the end of a fresh 8 MiB allocation, comparing against rev backwards so that the
+// marker itself is never built here.
+func scan(rev string) int {
+	top := make([]byte, 8<<20)
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(top))) + uintptr(len(top))
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(uintptr(1))), end-1)
+	n, k := 0, len(rev)
+	if k == 0 {
+		return 0
+	}
+	for i := 0; i+k <= len(mem); i++ {
+		j := 0
+		for j < k && mem[i+j] == rev[k-1-j] {
+			j++
+		}
+		if j == k {
+			n++
+		}
+	}
+	runtime.KeepAlive(top)
+	return n
+}
+
+func reverse(s string) []byte {
+	b := make([]byte, len(s))
+	for i := range len(s) {
+		b[i] = s[len(s)-1-i]
+	}
+	return b
 }
 
 func errString(err error) string {
