@@ -58,7 +58,8 @@ type Runtime struct {
 	opts   Options
 	slots  chan struct{}
 
-	jsGuest func() (*guest, error) // compiled once, on first use
+	jsGuest   func() (*guest, error) // compiled once, on first use
+	moduleDir string                 // where the decompressed JS runtime is kept; "" for nowhere
 
 	pool     chan *instance // pre-initialised JS instances; nil when PoolSize is 0
 	stopFill context.CancelFunc
@@ -78,7 +79,8 @@ type guest struct {
 
 // New builds a Runtime. Close it to release compiled code and pooled instances.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
-	cache, err := newCache(opts.CacheDir)
+	cacheDir := resolveCacheDir(opts.CacheDir)
+	cache, err := newCache(cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("host: %w", err)
 	}
 
-	rt := &Runtime{r: r, cache: cache, opts: opts, getenv: opts.Getenv}
+	rt := &Runtime{r: r, cache: cache, opts: opts, getenv: opts.Getenv, moduleDir: cacheDir}
 	if rt.getenv == nil {
 		rt.getenv = os.Getenv
 	}
@@ -107,7 +109,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.slots = make(chan struct{}, n)
 	rt.jsGuest = sync.OnceValues(func() (*guest, error) {
-		return rt.compile(context.Background(), jsguest.Wasm())
+		bin, fromCopy := jsModule(rt.moduleDir)
+		g, err := rt.compile(context.Background(), bin)
+		if err != nil && fromCopy { // a damaged copy: start again from the embedded bytes
+			os.Remove(jsCopyPath(rt.moduleDir))
+			g, err = rt.compile(context.Background(), jsguest.Wasm())
+		}
+		return g, err
 	})
 	if opts.PoolSize > 0 {
 		rt.pool = make(chan *instance, opts.PoolSize)
@@ -118,7 +126,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	return rt, nil
 }
 
-func newCache(dir string) (wazero.CompilationCache, error) {
+// resolveCacheDir picks the compilation cache directory: the option, else $PLIMSOLL_CACHE_DIR,
+// else the user cache dir; "" when none is available.
+func resolveCacheDir(dir string) string {
 	if dir == "" {
 		dir = os.Getenv(EnvCacheDir)
 	}
@@ -127,6 +137,10 @@ func newCache(dir string) (wazero.CompilationCache, error) {
 			dir = filepath.Join(base, "plimsoll", "wazero")
 		}
 	}
+	return dir
+}
+
+func newCache(dir string) (wazero.CompilationCache, error) {
 	if dir == "" {
 		return wazero.NewCompilationCache(), nil
 	}

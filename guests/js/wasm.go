@@ -50,6 +50,9 @@ func Wasm() []byte {
 	return wasm()
 }
 
+// Compressed returns the embedded gzip bytes, for hosts that keep a decompressed copy on disk.
+func Compressed() []byte { return wasmGz }
+
 // Run results of the module's exported run function.
 const (
 	ExitOK      = 0 // the tool's result is on stdout
