@@ -110,10 +110,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.slots = make(chan struct{}, n)
 	rt.jsGuest = sync.OnceValues(func() (*guest, error) {
 		bin, fromCopy := jsModule(rt.moduleDir)
-		g, err := rt.compile(context.Background(), bin)
+		g, err := rt.compile(context.Background(), coalesceData(bin))
 		if err != nil && fromCopy { // a damaged copy: start again from the embedded bytes
 			os.Remove(jsCopyPath(rt.moduleDir))
-			g, err = rt.compile(context.Background(), jsguest.Wasm())
+			g, err = rt.compile(context.Background(), coalesceData(jsguest.Wasm()))
 		}
 		return g, err
 	})
