@@ -1,0 +1,43 @@
+//go:build wasip1
+
+package plimsoll
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// The plimsoll imports, guest ABI v1 (preamble/ABI.md). Pointers are offsets in linear memory.
+
+//go:wasmimport plimsoll host_call
+func hostCallImport(reqPtr, reqLen, respPtr, respCap uint32) int32
+
+//go:wasmimport plimsoll host_response
+func hostResponseImport(ptr, capacity uint32) int32
+
+type wasmABI struct{}
+
+func (wasmABI) hostCall(req, resp []byte) int32 {
+	n := hostCallImport(addr(req), uint32(len(req)), addr(resp), uint32(len(resp)))
+	runtime.KeepAlive(req)
+	runtime.KeepAlive(resp)
+	return n
+}
+
+func (wasmABI) hostResponse(buf []byte) int32 {
+	n := hostResponseImport(addr(buf), uint32(len(buf)))
+	runtime.KeepAlive(buf)
+	return n
+}
+
+func addr(b []byte) uint32 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(&b[0])))
+}
+
+var host = &conn{abi: wasmABI{}}
+
+// roundTrip is the transport Do uses; tests on other platforms replace it.
+var roundTrip = host.exchange
