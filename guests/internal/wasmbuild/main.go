@@ -40,6 +40,7 @@ type target struct {
 var targets = []target{
 	{name: "js", pkg: "./guests/js/runtime", out: "guests/js/runtime.wasm.gz"},
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
+	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
 }
 
 func main() {
