@@ -1,0 +1,97 @@
+package conformance
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/plimsoll/plimsoll/host"
+)
+
+// Driver is a conformance driver: a guest that performs a scenario's operations through one
+// preamble, and prints what it observed (the contract is in preamble/README.md).
+type Driver struct {
+	Name string
+	Tool host.Tool
+}
+
+//go:embed drivers/js/driver.js
+var jsDriverSource string
+
+//go:generate go run ../guests/internal/wasmbuild conformance-go
+
+//go:embed drivers/go/driver.wasm.gz
+var goDriverGz []byte
+
+var goDriverWasm = sync.OnceValues(func() ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(goDriverGz))
+	if err != nil {
+		return nil, fmt.Errorf("conformance: embedded drivers/go/driver.wasm.gz is corrupt: %w", err)
+	}
+	return io.ReadAll(zr)
+})
+
+// JSDriver is the driver for the generic JavaScript preamble (preamble/js), a JavaScript tool.
+func JSDriver() Driver {
+	return Driver{Name: "js", Tool: host.JSTool("conformance-driver.js", jsDriverSource)}
+}
+
+// GoDriver is the driver for the Go guest preamble (preamble/go), a wasip1 reactor.
+func GoDriver() (Driver, error) {
+	wasm, err := goDriverWasm()
+	if err != nil {
+		return Driver{}, err
+	}
+	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", wasm)}, nil
+}
+
+// Languages are the built-in drivers, in the order the runner uses them.
+var Languages = []string{"js", "go"}
+
+// BuiltinDriver returns the driver for a built-in preamble: js or go.
+func BuiltinDriver(lang string) (Driver, error) {
+	switch lang {
+	case "js":
+		return JSDriver(), nil
+	case "go":
+		return GoDriver()
+	}
+	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go)", lang)
+}
+
+// ErrDriverFile is matched by errors from DriverFile.
+var ErrDriverFile = errors.New("cannot use the driver file")
+
+const maxDriverBytes = 64 << 20
+
+// DriverFile loads a driver from a file: a .wasm guest module, or a .js tool that runs on the
+// generic JavaScript preamble.
+func DriverFile(path string) (Driver, error) {
+	ext := filepath.Ext(path)
+	if ext != ".wasm" && ext != ".js" {
+		return Driver{}, fmt.Errorf("%w %s: want a .wasm module or a .js tool", ErrDriverFile, path)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return Driver{}, fmt.Errorf("%w: %v", ErrDriverFile, err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxDriverBytes+1))
+	if err != nil {
+		return Driver{}, fmt.Errorf("%w %s: %v", ErrDriverFile, path, err)
+	}
+	if len(data) > maxDriverBytes {
+		return Driver{}, fmt.Errorf("%w %s: over %d bytes", ErrDriverFile, path, maxDriverBytes)
+	}
+	name := filepath.Base(path)
+	if ext == ".js" {
+		return Driver{Name: name, Tool: host.JSTool(name, string(data))}, nil
+	}
+	return Driver{Name: name, Tool: host.WasmTool(name, data)}, nil
+}
