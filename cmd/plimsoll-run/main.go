@@ -37,6 +37,7 @@ Usage:
                    [--audit FILE] [--timeout DUR] TOOL      TOOL: .js, .wasm, or - for JS on stdin
   plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE]
   plimsoll-run profiles check [--profiles DIR]
+  plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm] [--scenarios DIR] [--json]
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -65,6 +66,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdRun(ctx, args[1:], e)
 	case "demo":
 		return cmdDemo(ctx, args[1:], e)
+	case "conformance":
+		return cmdConformance(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)
