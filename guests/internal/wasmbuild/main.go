@@ -41,6 +41,7 @@ var targets = []target{
 	{name: "js", pkg: "./guests/js/runtime", out: "guests/js/runtime.wasm.gz"},
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
+	{name: "go-inventory", pkg: "./guests/examples/go-inventory", out: "guests/examples/go-inventory.wasm.gz", command: true},
 }
 
 func main() {
