@@ -29,7 +29,7 @@
 //
 // The preamble validates nothing the broker validates: a non-canonical path, a forbidden header or
 // an unknown method travels as given and comes back as ErrInvalid, so every language's preamble
-// behaves the same way. Query values are percent-encoded with RFC 3986's unreserved characters
+// behaves the same way. The one convenience: a '?' in a path splits off a query, sent first. Query values are percent-encoded with RFC 3986's unreserved characters
 // left as they are (a space is %20), names in sorted order; RawQuery is sent verbatim, before them.
 // A []byte body is sent as its exact bytes, a string as text, a json.RawMessage or any other value
 // as JSON with Content-Type: application/json unless a Content-Type is set.

@@ -18,9 +18,10 @@ func encodeRequest(r *Request) []byte {
 	b := make([]byte, 0, 64+len(r.Path)+len(r.RawQuery)+len(r.Body)*4/3)
 	b = append(b, `{"method":`...)
 	b = appendString(b, strings.ToUpper(r.Method))
+	path, inPath, _ := strings.Cut(r.Path, "?")
 	b = append(b, `,"path":`...)
-	b = appendString(b, r.Path)
-	if q := r.encodedQuery(); q != "" {
+	b = appendString(b, path)
+	if q := r.encodedQuery(inPath); q != "" {
 		b = append(b, `,"query":`...)
 		b = appendString(b, q)
 	}
@@ -101,10 +102,19 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// encodedQuery is RawQuery, then Query with names sorted and values in order.
-func (r *Request) encodedQuery() string {
+// encodedQuery is the query split off the path, then RawQuery, then Query with names sorted and
+// values in order.
+func (r *Request) encodedQuery(inPath string) string {
 	var b strings.Builder
-	b.WriteString(r.RawQuery)
+	for _, raw := range []string{inPath, r.RawQuery} {
+		if raw == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(raw)
+	}
 	names := make([]string, 0, len(r.Query))
 	for name := range r.Query {
 		names = append(names, name)

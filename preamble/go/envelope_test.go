@@ -34,6 +34,10 @@ func TestEncodeRequest(t *testing.T) {
 		{"binary body as base64", Request{Method: "PUT", Path: "/b", Body: []byte{0, 0xff, 0xfe, 'a'}},
 			`{"method":"PUT","path":"/b","body_base64":"AP/+YQ=="}`},
 		{"non-canonical path travels as given", Request{Method: "GET", Path: "/a/../b"}, `{"method":"GET","path":"/a/../b"}`},
+		{"a '?' in the path splits off a query, which goes first",
+			Request{Method: "GET", Path: "/s?x=1&y", RawQuery: "r=2", Query: url.Values{"q": {"3"}}},
+			`{"method":"GET","path":"/s","query":"x=1&y&r=2&q=3"}`},
+		{"an empty query after '?'", Request{Method: "GET", Path: "/s?"}, `{"method":"GET","path":"/s"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

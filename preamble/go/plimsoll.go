@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Request is one call. Path is relative to the grant's base URL and is sent as given.
+// Request is one call. Path is relative to the grant's base URL and is sent as given, except that
+// a '?' in it splits off a query, which goes first: Get("/items?limit=5") sends limit=5.
 type Request struct {
 	Method   string     // GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS
 	Path     string     // e.g. "/items/42"
