@@ -21,9 +21,10 @@ import (
 // instance is instantiated before its run exists. So every instance gets ports that forward to
 // whatever the run binds: one code path for fresh and pooled instances.
 type instance struct {
-	mod  api.Module
-	mem  *memory
-	port *ports
+	mod         api.Module
+	mem         *memory
+	port        *ports
+	initialized bool // _initialize has run, or its result was restored from a snapshot
 }
 
 // ports is what an instance's WASI stdio and sleep forward to. The run goroutine binds it before
@@ -106,8 +107,12 @@ func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.Compiled
 	return inst, nil
 }
 
-// initialize runs the reactor's _initialize, if it has one.
+// initialize runs the reactor's _initialize, if it has one and its result was not restored.
 func (inst *instance) initialize(ctx context.Context) error {
+	if inst.initialized {
+		return nil
+	}
+	inst.initialized = true
 	if fn := inst.mod.ExportedFunction("_initialize"); fn != nil {
 		_, err := fn.Call(ctx)
 		return err

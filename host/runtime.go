@@ -74,7 +74,8 @@ type Runtime struct {
 type guest struct {
 	mod      wazero.CompiledModule
 	entry    entry
-	minBytes int64 // the memory the module declares it needs at start
+	minBytes int64     // the memory the module declares it needs at start
+	snap     *snapshot // the state after _initialize, for the JS runtime; nil to run it
 }
 
 // New builds a Runtime. Close it to release compiled code and pooled instances.
@@ -110,10 +111,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.slots = make(chan struct{}, n)
 	rt.jsGuest = sync.OnceValues(func() (*guest, error) {
 		bin, fromCopy := jsModule(rt.moduleDir)
-		g, err := rt.compile(context.Background(), coalesceData(bin))
+		bin, globals := exportGlobals(coalesceData(bin))
+		g, err := rt.compile(context.Background(), bin)
 		if err != nil && fromCopy { // a damaged copy: start again from the embedded bytes
 			os.Remove(jsCopyPath(rt.moduleDir))
-			g, err = rt.compile(context.Background(), coalesceData(jsguest.Wasm()))
+			bin, globals = exportGlobals(coalesceData(jsguest.Wasm()))
+			g, err = rt.compile(context.Background(), bin)
+		}
+		if err == nil && globals != nil {
+			// Without a snapshot every instance runs _initialize, which then reports any error.
+			g.snap, _ = takeSnapshot(context.Background(), rt.r, g.mod, profiles.MaxMemory, globals)
 		}
 		return g, err
 	})
@@ -212,7 +219,7 @@ func (rt *Runtime) fill(ctx context.Context) {
 		return
 	}
 	for {
-		inst, err := instantiate(ctx, rt.r, g.mod, profiles.MaxMemory)
+		inst, err := rt.newInstance(ctx, g, profiles.MaxMemory)
 		if err != nil {
 			return
 		}
@@ -227,6 +234,20 @@ func (rt *Runtime) fill(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// newInstance instantiates g with memory capped at memLimit bytes, restored to the state after
+// _initialize when g has a snapshot.
+func (rt *Runtime) newInstance(ctx context.Context, g *guest, memLimit uint64) (*instance, error) {
+	inst, err := instantiate(ctx, rt.r, g.mod, memLimit)
+	if err != nil || g.snap == nil {
+		return inst, err
+	}
+	if err := g.snap.restore(inst); err != nil {
+		inst.close(context.Background())
+		return nil, err
+	}
+	return inst, nil
 }
 
 // pooled takes a pre-initialised JS instance that fits under memLimit, or returns nil.
@@ -368,7 +389,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *pro
 	}
 	fresh := inst == nil
 	if fresh {
-		if inst, err = instantiate(callCtx, rt.r, g.mod, memLimit); err != nil {
+		if inst, err = rt.newInstance(callCtx, g, memLimit); err != nil {
 			return nil, nil, rt.startError(runCtx, err)
 		}
 	}

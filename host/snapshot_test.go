@@ -1,0 +1,67 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/broker"
+)
+
+// TestSnapshotRunsDrawTheirOwnRandomness checks that instances restored from the snapshot share
+// no randomness a tool can see: Math.random reads WASI random_get in each instance.
+func TestSnapshotRunsDrawTheirOwnRandomness(t *testing.T) {
+	ps := newPetstore(t)
+	p := profile(t, ps.URL, "")
+	tool := JSTool("random.js", `return [Math.random(), Math.random(), Date.now()];`)
+	for name, rt := range map[string]*Runtime{"fresh": shared(t), "pooled": newRuntime(t, Options{PoolSize: 2})} {
+		t.Run(name, func(t *testing.T) {
+			g, err := rt.jsGuest()
+			require.NoError(t, err)
+			require.NotNil(t, g.snap, "no snapshot: every instance runs _initialize")
+			seen := map[float64]bool{}
+			for range 4 {
+				res := rt.Run(context.Background(), tool, p, nil)
+				require.NoError(t, res.Err)
+				var got []float64
+				require.NoError(t, json.Unmarshal(res.Output, &got))
+				for _, f := range got[:2] {
+					require.False(t, seen[f], "a random value repeated across runs: %v", f)
+					seen[f] = true
+				}
+			}
+		})
+	}
+}
+
+// TestSnapshotMemoryLimit: a limit above the module's minimum but below the memory the runtime has
+// after _initialize is a memory limit, as when _initialize itself ran out.
+func TestSnapshotMemoryLimit(t *testing.T) {
+	ps := newPetstore(t)
+	p := profile(t, ps.URL, "")
+	p.Limits.Memory = 11 << 20 // a profile built in code; LoadFile refuses under 16MiB
+	res := shared(t).Run(context.Background(), JSTool("t.js", `return 1;`), p, nil)
+	require.Equal(t, broker.StatusLimit, res.Audit.Status)
+	require.EqualError(t, res.Err, "memory limit limits.memory (11MiB) reached")
+}
+
+func TestExportGlobals(t *testing.T) {
+	// No export section, or no globals: unchanged.
+	for _, bin := range [][]byte{nil, []byte("\x00asm\x01\x00\x00\x00"), []byte("\x00asm\x01\x00\x00\x00\x07\x01\x00")} {
+		out, names := exportGlobals(bin)
+		require.Equal(t, bin, out)
+		require.Nil(t, names)
+	}
+	// One imported global (index 0) and two defined ones (1 and 2).
+	bin := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x02\x08\x01\x01m\x01g\x03\x7f\x00" + // import m.g: const i32
+		"\x06\x0b\x02\x7f\x01\x41\x00\x0b\x7e\x01\x42\x00\x0b" + // (mut i32) 0, (mut i64) 0
+		"\x07\x01\x00") // no exports
+	out, names := exportGlobals(bin)
+	require.Equal(t, []string{globalExportPrefix + "1", globalExportPrefix + "2"}, names)
+	rt := newRuntime(t, Options{})
+	_, err := rt.r.CompileModule(context.Background(), out)
+	require.NoError(t, err)
+}
