@@ -68,6 +68,7 @@ func TestBuiltinDriversPassEveryScenario(t *testing.T) {
 	scenarios := v1Scenarios(t)
 	for _, lang := range Languages {
 		t.Run(lang, func(t *testing.T) {
+			t.Parallel() // most of the time is sleeps in overload scenarios
 			d, err := BuiltinDriver(lang)
 			require.NoError(t, err)
 			rep := r.Run(context.Background(), d, scenarios)
