@@ -456,9 +456,9 @@ func runSecCase(t *testing.T, rt *host.Runtime, c secCase) {
 		require.LessOrEqual(t, up.dials.Load(), int64(len(reqs)), "one connection at most per request")
 	}
 	require.Zero(t, other.dials.Load(), "connections to the redirect target")
-	host := strings.TrimPrefix(up.URL(), "http://")
+	upHost := strings.TrimPrefix(up.URL(), "http://")
 	for _, r := range reqs {
-		require.Equal(t, host, r.Host)
+		require.Equal(t, upHost, r.Host)
 		require.Equal(t, []string{secCredValue}, r.Header.Values(secCredHeader))
 		for _, name := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host"} {
 			require.Empty(t, r.Header.Values(name), name)
