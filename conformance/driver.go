@@ -1,16 +1,14 @@
 package conformance
 
 import (
-	"bytes"
-	"compress/gzip"
 	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
+	"github.com/plimsoll/plimsoll/guests/wasmgz"
 	"github.com/plimsoll/plimsoll/host"
 )
 
@@ -29,13 +27,7 @@ var jsDriverSource string
 //go:embed drivers/go/driver.wasm.gz
 var goDriverGz []byte
 
-var goDriverWasm = sync.OnceValues(func() ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(goDriverGz))
-	if err != nil {
-		return nil, fmt.Errorf("conformance: embedded drivers/go/driver.wasm.gz is corrupt: %w", err)
-	}
-	return io.ReadAll(zr)
-})
+var goDriverWasm = wasmgz.Lazy("conformance/drivers/go/driver.wasm.gz", goDriverGz)
 
 // JSDriver is the driver for the generic JavaScript preamble (preamble/js), a JavaScript tool.
 func JSDriver() Driver {
@@ -43,12 +35,8 @@ func JSDriver() Driver {
 }
 
 // GoDriver is the driver for the Go guest preamble (preamble/go), a wasip1 reactor.
-func GoDriver() (Driver, error) {
-	wasm, err := goDriverWasm()
-	if err != nil {
-		return Driver{}, err
-	}
-	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", wasm)}, nil
+func GoDriver() Driver {
+	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", goDriverWasm())}
 }
 
 // Languages are the built-in drivers, in the order the runner uses them.
@@ -60,7 +48,7 @@ func BuiltinDriver(lang string) (Driver, error) {
 	case "js":
 		return JSDriver(), nil
 	case "go":
-		return GoDriver()
+		return GoDriver(), nil
 	}
 	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go)", lang)
 }

@@ -20,11 +20,9 @@
 package jsguest
 
 import (
-	"bytes"
-	"compress/gzip"
 	_ "embed"
-	"io"
-	"sync"
+
+	"github.com/plimsoll/plimsoll/guests/wasmgz"
 )
 
 //go:generate go run ../internal/wasmbuild js
@@ -32,17 +30,7 @@ import (
 //go:embed runtime.wasm.gz
 var wasmGz []byte
 
-var wasm = sync.OnceValue(func() []byte {
-	zr, err := gzip.NewReader(bytes.NewReader(wasmGz))
-	if err != nil {
-		panic("jsguest: embedded runtime.wasm.gz is corrupt: " + err.Error())
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		panic("jsguest: embedded runtime.wasm.gz is corrupt: " + err.Error())
-	}
-	return b
-})
+var wasm = wasmgz.Lazy("guests/js/runtime.wasm.gz", wasmGz)
 
 // Wasm returns the JavaScript guest module. It is decompressed on the first call; every call
 // returns the same slice, which callers must not modify.

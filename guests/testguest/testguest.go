@@ -7,11 +7,9 @@
 package testguest
 
 import (
-	"bytes"
-	"compress/gzip"
 	_ "embed"
-	"io"
-	"sync"
+
+	"github.com/plimsoll/plimsoll/guests/wasmgz"
 )
 
 //go:generate go run ../internal/wasmbuild testguest
@@ -19,17 +17,7 @@ import (
 //go:embed testguest.wasm.gz
 var wasmGz []byte
 
-var wasm = sync.OnceValue(func() []byte {
-	zr, err := gzip.NewReader(bytes.NewReader(wasmGz))
-	if err != nil {
-		panic("testguest: embedded testguest.wasm.gz is corrupt: " + err.Error())
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		panic("testguest: embedded testguest.wasm.gz is corrupt: " + err.Error())
-	}
-	return b
-})
+var wasm = wasmgz.Lazy("guests/testguest/testguest.wasm.gz", wasmGz)
 
 // Wasm returns the test guest module. Every call returns the same slice; do not modify it.
 func Wasm() []byte { return wasm() }
