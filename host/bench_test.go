@@ -42,7 +42,7 @@ func BenchmarkHostCallGo(b *testing.B) {
 		limits := profiles.DefaultLimits
 		limits.MaxHostCalls = b.N + 1
 		ctx := hostfuncs.WithRun(context.Background(), hostfuncs.NewRun(fixedBroker{answer}, limits))
-		inst, err := instantiate(ctx, rt.r, g.mod, 1<<30)
+		inst, err := instantiate(ctx, rt.r, g.mod, 1<<30, nil)
 		require.NoError(b, err)
 		defer inst.close(ctx)
 		require.NoError(b, inst.initialize(ctx))

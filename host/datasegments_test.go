@@ -28,7 +28,7 @@ func TestCoalesceData(t *testing.T) {
 				m, err := rt.r.CompileModule(ctx, bin)
 				require.NoError(t, err)
 				defer m.Close(ctx)
-				inst, err := instantiate(ctx, rt.r, m, 1<<30)
+				inst, err := instantiate(ctx, rt.r, m, 1<<30, nil)
 				require.NoError(t, err)
 				defer inst.close(ctx)
 				mem, ok := inst.mod.Memory().Read(0, inst.mod.Memory().Size())

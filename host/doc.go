@@ -56,16 +56,18 @@
 // The JS runtime's _initialize (Go's package initialisation, goja.New, the generic preamble) is
 // about 50 ms of guest CPU and gives every instance the same state: it reads no input, makes no
 // host call and draws no randomness a tool can see. So when the runtime is first compiled, the
-// host runs _initialize once in a template instance and records the memory pages it changed and
-// the values of the module's mutable globals (exported for that purpose when the module is
-// loaded). Every JS instance is then instantiated as usual, with its own memory and limit, and
-// has those pages and globals written into it instead of running _initialize: about a tenth of
-// the cost. A memory limit below the snapshot's size is reported as a memory limit, as when
-// _initialize ran out. Instances share the Go runtime's internal (non-cryptographic) random seed;
-// Math.random and crypto randomness read WASI random_get in each instance when they are used.
-// The template never runs a tool, so nothing flows from one run into another. Before compiling,
-// the runtime's data segments (about 100,000: Go leaves runs of zeros out) are merged into one,
-// which makes instantiation cheaper; memory is the same byte for byte.
+// host runs _initialize once in a template instance and keeps the resulting memory image and the
+// values of the module's mutable globals (exported for that purpose when the module is loaded).
+// The module compiled for runs has no data section: the image holds that data. Every JS instance
+// is instantiated as usual, with its own memory reserved up to its own limit, and then gets the
+// image and the globals instead of running _initialize. On Linux the image is a sealed memfd
+// mapped copy-on-write at the start of the instance's memory: pages a run only reads stay shared,
+// a page is copied when the run first writes to it, and pages it never touches cost nothing
+// (elsewhere the image is copied in). A memory limit below the image's size is reported as a
+// memory limit, as when _initialize ran out. Instances share the Go runtime's internal
+// (non-cryptographic) random seed; Math.random and crypto randomness read WASI random_get in
+// each instance when they are used. The template never runs a tool and no instance can write to
+// the image, so nothing flows from one run into another.
 //
 // Pooled instances (Options.PoolSize) are instantiated and initialised in the background with no
 // memory limit, and take the run's limit when a run binds them. A pooled instance whose memory is

@@ -81,9 +81,14 @@ func (p *ports) sleep(ns int64) {
 }
 
 // instantiate creates an instance of compiled with memory capped at memLimit bytes. It runs no
-// start function: the caller runs _initialize or _start under the right context.
-func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64) (*instance, error) {
+// start function: the caller runs _initialize or _start under the right context. With snap, the
+// snapshot's image is mapped at the start of the memory where the platform allows; restore
+// finishes the job.
+func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64, snap *snapshot) (*instance, error) {
 	inst := &instance{mem: &memory{limit: memLimit}, port: &ports{}}
+	if snap != nil {
+		inst.mem.image = snap.file
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName(""). // anonymous: any number of instances may coexist
 		WithStartFunctions().
@@ -141,12 +146,15 @@ type memory struct {
 	limit   uint64 // bytes
 	refused uint64 // the size of the last growth refused, 0 if none
 	started bool   // the initial allocation is done
+	image   *image // mapped copy-on-write at the start of the reservation, if it fits
+	imaged  bool   // it was
 }
 
 // Allocate implements experimental.MemoryAllocator. A module has at most one memory.
 func (m *memory) Allocate(capacity, max uint64) experimental.LinearMemory {
 	if r, err := reserve(min(max, m.limit)); err == nil {
 		m.mapped, m.buf = r, r[:0]
+		m.imaged = m.image != nil && m.image.mapInto(r)
 	} else {
 		m.buf = make([]byte, 0, capacity)
 	}

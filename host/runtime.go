@@ -59,6 +59,7 @@ type Runtime struct {
 	slots  chan struct{}
 
 	jsGuest   func() (*guest, error) // compiled once, on first use
+	snap      *snapshot              // the JS runtime's, once compiled; guarded by jsGuest's once
 	moduleDir string                 // where the decompressed JS runtime is kept; "" for nowhere
 
 	pool     chan *instance // pre-initialised JS instances; nil when PoolSize is 0
@@ -111,16 +112,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.slots = make(chan struct{}, n)
 	rt.jsGuest = sync.OnceValues(func() (*guest, error) {
 		bin, fromCopy := jsModule(rt.moduleDir)
-		bin, globals := exportGlobals(coalesceData(bin))
-		g, err := rt.compile(context.Background(), bin)
+		g, err := rt.compileJS(bin)
 		if err != nil && fromCopy { // a damaged copy: start again from the embedded bytes
 			os.Remove(jsCopyPath(rt.moduleDir))
-			bin, globals = exportGlobals(coalesceData(jsguest.Wasm()))
-			g, err = rt.compile(context.Background(), bin)
+			g, err = rt.compileJS(jsguest.Wasm())
 		}
-		if err == nil && globals != nil {
-			// Without a snapshot every instance runs _initialize, which then reports any error.
-			g.snap, _ = takeSnapshot(context.Background(), rt.r, g.mod, profiles.MaxMemory, globals)
+		if err == nil {
+			rt.snap = g.snap // for Close
 		}
 		return g, err
 	})
@@ -187,6 +185,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return errors.Join(err, fmt.Errorf("host: runs still executing: %w", ctx.Err()))
 	}
+	rt.snap.close()
 	return errors.Join(err, rt.cache.Close(ctx))
 }
 
@@ -236,10 +235,29 @@ func (rt *Runtime) fill(ctx context.Context) {
 	}
 }
 
+// compileJS compiles the JS runtime and takes its snapshot (see snapshot.go). When the snapshot
+// cannot be taken, it compiles the module as it is, and every instance runs _initialize, which
+// then reports any error.
+func (rt *Runtime) compileJS(bin []byte) (*guest, error) {
+	ctx := context.Background()
+	if stripped, data, ok := stripData(bin); ok {
+		if stripped, globals := exportGlobals(stripped); globals != nil {
+			g, err := rt.compile(ctx, stripped)
+			if err == nil {
+				if g.snap, err = takeSnapshot(ctx, rt.r, g.mod, data, globals); err == nil {
+					return g, nil
+				}
+				g.mod.Close(ctx)
+			}
+		}
+	}
+	return rt.compile(ctx, coalesceData(bin))
+}
+
 // newInstance instantiates g with memory capped at memLimit bytes, restored to the state after
 // _initialize when g has a snapshot.
 func (rt *Runtime) newInstance(ctx context.Context, g *guest, memLimit uint64) (*instance, error) {
-	inst, err := instantiate(ctx, rt.r, g.mod, memLimit)
+	inst, err := instantiate(ctx, rt.r, g.mod, memLimit, g.snap)
 	if err != nil || g.snap == nil {
 		return inst, err
 	}

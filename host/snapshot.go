@@ -8,46 +8,43 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // The JavaScript runtime's _initialize (Go's package initialisation, goja.New, the generic
 // preamble) costs about 50 ms of guest CPU, and its result is the same for every instance: it
 // reads no input, makes no host call, and draws no randomness that a tool can see (Math.random
 // and crypto/rand read WASI random_get when they are used; the runtime's buffer starts empty).
-// So the host runs _initialize once, in a template instance, and records what it changed: the
-// memory pages that differ from a freshly instantiated module, and the values of the mutable
-// globals. A new instance is then instantiated as before (its own memory, its own limit) and has
-// those pages and globals written into it instead of running _initialize, in about a tenth of
-// the time.
+// So the host runs _initialize once, in a template instance, and keeps the result: the whole
+// memory image and the values of the mutable globals. The module the host compiles for runs has
+// no data section (the image holds that data), so instantiating it writes nothing into memory.
+// A new instance gets its own memory, reserved up to its own limit as before, with the image
+// mapped copy-on-write at its start where the platform allows (a sealed memfd on Linux): pages
+// the run only reads are shared with the image, and a page is copied when the run first writes
+// it. Elsewhere the image is copied in.
 //
 // What instances share is the state of the Go runtime inside the guest right after its
 // initialisation, including the seed of its internal (non-cryptographic) random generator,
 // which picks map hash seeds and scheduling order. Nothing flows from one run into another: the
-// template never runs a tool.
+// template never runs a tool, and no run can write to the image.
 
 // globalExportPrefix names the exports added for the module's globals, which wazero can only
 // read and write when they are exported.
 const globalExportPrefix = "plimsoll.snapshot.global."
 
-// snapshot is the state of an instance after _initialize, as a difference from a freshly
-// instantiated one.
+// snapshot is the state of an instance after _initialize.
 type snapshot struct {
-	size    uint32   // the memory size in bytes
-	pages   []dirty  // the pages that differ, in order
+	size    uint64   // the memory size in bytes
+	image   []byte   // the memory, when it is not in file
+	file    *image   // the memory, to map copy-on-write; nil when the platform cannot
 	globals []global // the mutable globals
-}
-
-type dirty struct {
-	offset uint32
-	data   []byte
 }
 
 type global struct {
 	name  string
 	value uint64
 }
-
-const snapshotPage = 4096
 
 // exportGlobals returns bin with every global it defines exported as globalExportPrefix + its
 // index, and the names of those exports. It returns bin and no names when the module cannot be
@@ -180,10 +177,11 @@ func importedGlobals(body []byte) (uint64, bool) {
 	return globals, true
 }
 
-// takeSnapshot instantiates compiled, runs _initialize and records what it changed. globals names
-// the exports exportGlobals added.
-func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64, globals []string) (*snapshot, error) {
-	inst, err := instantiate(ctx, r, compiled, memLimit)
+// takeSnapshot instantiates compiled (a module stripped of its data section), writes the data
+// segments into its memory, runs _initialize and keeps the result. globals names the exports
+// exportGlobals added.
+func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []dataSegment, globals []string) (*snapshot, error) {
+	inst, err := instantiate(ctx, r, compiled, profiles.MaxMemory, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -192,59 +190,49 @@ func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.Compile
 	if mem == nil {
 		return nil, errors.New("the module has no memory")
 	}
-	before, _ := mem.Read(0, mem.Size())
-	before = bytes.Clone(before)
+	for _, d := range data {
+		if !mem.Write(d.offset, d.init) {
+			return nil, errors.New("a data segment lies outside the module's memory")
+		}
+	}
 	if err := inst.initialize(ctx); err != nil {
 		return nil, err
 	}
 	after, _ := mem.Read(0, mem.Size())
-
-	s := &snapshot{size: uint32(len(after))}
-	for off := 0; off < len(after); off += snapshotPage {
-		page := after[off:min(off+snapshotPage, len(after))]
-		var old []byte
-		if off < len(before) {
-			old = before[off:min(off+snapshotPage, len(before))]
-		}
-		if bytes.Equal(page, old) || (old == nil && isZero(page)) {
-			continue
-		}
-		if n := len(s.pages); n > 0 && int(s.pages[n-1].offset)+len(s.pages[n-1].data) == off {
-			s.pages[n-1].data = append(s.pages[n-1].data, page...)
-		} else {
-			s.pages = append(s.pages, dirty{offset: uint32(off), data: bytes.Clone(page)})
-		}
-	}
+	s := &snapshot{size: uint64(len(after))}
 	for _, name := range globals {
-		g, ok := inst.mod.ExportedGlobal(name).(api.MutableGlobal)
-		if ok {
+		if g, ok := inst.mod.ExportedGlobal(name).(api.MutableGlobal); ok {
 			s.globals = append(s.globals, global{name: name, value: g.Get()})
 		}
+	}
+	if s.file, err = newImage(after); err != nil {
+		s.image = bytes.Clone(after)
 	}
 	return s, nil
 }
 
-func isZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
+// close releases the image file. Instances that map it keep their mapping.
+func (s *snapshot) close() {
+	if s != nil && s.file != nil {
+		s.file.close()
 	}
-	return true
 }
 
 // restore brings a freshly instantiated instance to the snapshot's state. It fails when the
 // memory cannot grow to the snapshot's size (the instance's memory limit).
 func (s *snapshot) restore(inst *instance) error {
 	mem := inst.mod.Memory()
-	if size := mem.Size(); size < s.size {
-		if _, ok := mem.Grow((s.size - size) / wasmPage); !ok {
+	if size := uint64(mem.Size()); size < s.size {
+		if _, ok := mem.Grow(uint32((s.size - size) / wasmPage)); !ok {
 			return memoryLimit(inst.mem.limit)
 		}
 	}
-	for _, p := range s.pages {
-		if !mem.Write(p.offset, p.data) {
-			return errors.New("host: restoring the JS runtime's memory failed")
+	if !inst.mem.imaged {
+		buf, _ := mem.Read(0, uint32(s.size))
+		if s.image != nil {
+			copy(buf, s.image)
+		} else if err := s.file.copyTo(buf); err != nil {
+			return err
 		}
 	}
 	for _, g := range s.globals {

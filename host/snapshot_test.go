@@ -1,13 +1,16 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // TestSnapshotRunsDrawTheirOwnRandomness checks that instances restored from the snapshot share
@@ -64,4 +67,36 @@ func TestExportGlobals(t *testing.T) {
 	rt := newRuntime(t, Options{})
 	_, err := rt.r.CompileModule(context.Background(), out)
 	require.NoError(t, err)
+}
+
+// TestSnapshotImageIsShared checks that on Linux instances map the image rather than copy it,
+// and that what one instance writes stays in that instance.
+func TestSnapshotImageIsShared(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("memory images are mapped on Linux only")
+	}
+	rt := shared(t)
+	g, err := rt.jsGuest()
+	require.NoError(t, err)
+	require.NotNil(t, g.snap)
+	require.NotNil(t, g.snap.file)
+	require.Nil(t, g.snap.image, "the image is kept once, in the memfd")
+
+	ctx := context.Background()
+	a, err := rt.newInstance(ctx, g, profiles.MaxMemory)
+	require.NoError(t, err)
+	defer a.close(ctx)
+	require.True(t, a.mem.imaged)
+	before, ok := a.mod.Memory().Read(0, a.mod.Memory().Size())
+	require.True(t, ok)
+	want := bytes.Clone(before)
+	for i := 0; i < len(before); i += 4096 {
+		before[i] ^= 0xff
+	}
+	b, err := rt.newInstance(ctx, g, profiles.MaxMemory)
+	require.NoError(t, err)
+	defer b.close(ctx)
+	got, ok := b.mod.Memory().Read(0, b.mod.Memory().Size())
+	require.True(t, ok)
+	require.True(t, bytes.Equal(want, got), "a write to one instance's memory reached another")
 }
