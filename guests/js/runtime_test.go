@@ -308,3 +308,49 @@ func BenchmarkJSHostCallRawString(b *testing.B) {
 		})
 	}
 }
+
+// TestResponseEnvelopeDecoding: the runtime decodes the host's response envelopes itself rather
+// than with JSON.parse; anything outside the shape the host sends still goes to JSON.parse, so
+// every envelope reads as JSON.parse would read it.
+func TestResponseEnvelopeDecoding(t *testing.T) {
+	tests := []struct {
+		name, envelope, want string
+	}{
+		{"escapes, order, astral", `{"status":200,"headers":{"B":["2"],"A":["1","x\"y"]},"body":"h\u00e9\n\"q\" \ud83d\ude00 \/\\ é"}`,
+			`[200,"hé\n\"q\" 😀 /\\ é",{"b":"2","a":"1, x\"y"},["b","a"],["2"],"forwarded"]`},
+		{"space and field order", " {\n \"body\" : \"x\" ,\t\"status\" : 201 } ",
+			`[201,"x",{},[],[],"forwarded"]`},
+		{"empty headers and values", `{"status":204,"headers":{"A":[]},"body":""}`,
+			`[204,"",{"a":""},["a"],[],"forwarded"]`},
+		{"float status goes to JSON.parse", `{"status":200.0,"headers":{},"body":"x"}`,
+			`[200,"x",{},[],[],"forwarded"]`},
+		{"duplicate header goes to JSON.parse", `{"status":200,"headers":{"A":["1"],"A":["2"]},"body":""}`,
+			`[200,"",{"a":"2"},["a"],["2"],"forwarded"]`},
+		{"lone surrogate goes to JSON.parse (goja's makes it U+FFFD)", `{"status":200,"headers":{},"body":"\ud800"}`,
+			`[200,"\ufffd",{},[],[],"forwarded"]`},
+		{"__proto__ header", `{"status":200,"headers":{"__proto__":["x"],"Plimsoll-Outcome":["denied"]},"body":""}`,
+			`[200,"",{"__proto__":"x","plimsoll-outcome":"denied"},["__proto__","plimsoll-outcome"],["x"],"denied"]`},
+		{"no headers field", `{"status":200,"body_base64":"aGk="}`,
+			`[200,"hi",{},[],[],"forwarded"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &scriptedHost{respond: func(string) string { return tt.envelope }}
+			r := runTool(t, h, runInput{Tool: `
+const res = await api.get("/x");
+const first = Object.keys(res.headers)[0];
+return [res.status, res.body === "\ud800" ? "lone surrogate" : res.body, res.headers, Object.keys(res.headers),
+        res.headerValues(first === undefined ? "none" : first), res.outcome];`})
+			require.Equal(t, jsguest.ExitOK, int(r.code), r)
+			assert.JSONEq(t, tt.want, r.stdout)
+		})
+	}
+
+	t.Run("invalid JSON rejects with JSON.parse's SyntaxError", func(t *testing.T) {
+		h := &scriptedHost{respond: func(string) string { return `{"status":200,` }}
+		r := runTool(t, h, runInput{Tool: `
+try { await api.get("/x"); return "no error"; } catch (e) { return [e instanceof SyntaxError, e.name]; }`})
+		require.Equal(t, jsguest.ExitOK, int(r.code), r)
+		assert.Equal(t, `[true,"SyntaxError"]`, r.stdout)
+	})
+}

@@ -8,7 +8,7 @@
 
   const native = global.__plimsoll;
   delete global.__plimsoll;
-  if (typeof native !== "object" || native === null || typeof native.hostCall !== "function") {
+  if (typeof native !== "object" || native === null || typeof native.hostCallEnvelope !== "function") {
     throw new Error("plimsoll: the preamble needs the plimsoll runtime's native bridge");
   }
 
@@ -343,7 +343,7 @@
 
   function send(method, path, query, headers, body) {
     const env = buildEnvelope(method, path, query, headers, body);
-    return new Response(JSON.parse(native.hostCall(JSON.stringify(env))));
+    return new Response(native.hostCallEnvelope(JSON.stringify(env)));
   }
 
   // The api methods return promises. Argument errors reject the promise rather than throw, as

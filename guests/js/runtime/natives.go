@@ -17,6 +17,8 @@ import (
 // from Go costs about ten times more per call than JSON.stringify and JSON.parse in JS.
 //
 //	hostCall(requestJSON) -> responseJSON     one ABI host_call
+//	hostCallEnvelope(requestJSON) -> object   the same, with the response as JSON.parse gives it
+//	                                          (see responseObject)
 //	sleep(ms)                                 blocks; WASI poll_oneoff, bounded by the host
 //	log(line)                                 one line to the run log (stderr)
 //	b64encode(ArrayBuffer | view) -> string   standard base64 with padding
@@ -37,6 +39,13 @@ func (e *engine) natives() *goja.Object {
 			panic(rt.NewGoError(err))
 		}
 		return rt.ToValue(resp)
+	})
+	set("hostCallEnvelope", func(call goja.FunctionCall) goja.Value {
+		resp, err := hostCall(call.Argument(0).String())
+		if err != nil {
+			panic(rt.NewGoError(err))
+		}
+		return e.responseObject(resp)
 	})
 	set("sleep", func(call goja.FunctionCall) goja.Value {
 		ms := call.Argument(0).ToFloat()
