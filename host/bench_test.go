@@ -70,7 +70,7 @@ func BenchmarkHostCallGo(b *testing.B) {
 }
 
 // BenchmarkHostCallJS is one api.get from a JS tool (envelope built with JSON.stringify, the
-// response parsed and wrapped), answered cheaply by the broker (a denied route). b.N calls run
+// response decoded by the runtime and wrapped), answered cheaply by the broker (a denied route). b.N calls run
 // in one tool run. Tools cannot reach the raw-string bridge: the preamble hides it.
 func BenchmarkHostCallJS(b *testing.B) {
 	ps := newPetstore(b)

@@ -13,8 +13,9 @@ import (
 )
 
 // natives builds the __plimsoll bridge object that the generic preamble captures and removes
-// from the global object. Strings cross as raw strings: building the envelopes with goja objects
-// from Go costs about ten times more per call than JSON.stringify and JSON.parse in JS.
+// from the global object. The request envelope crosses as a raw string (JSON.stringify in JS).
+// The response comes back as the object JSON.parse would give, decoded in Go (responseObject):
+// goja's JSON.parse of a 100-byte envelope costs about 300 µs inside wasm.
 //
 //	hostCall(requestJSON) -> responseJSON     one ABI host_call
 //	hostCallEnvelope(requestJSON) -> object   the same, with the response as JSON.parse gives it
