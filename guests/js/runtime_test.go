@@ -354,3 +354,31 @@ try { await api.get("/x"); return "no error"; } catch (e) { return [e instanceof
 		assert.Equal(t, `[true,"SyntaxError"]`, r.stdout)
 	})
 }
+
+// TestPlainGetEnvelopes: api.get(path) with a path that needs no escaping is sent by the runtime
+// without running buildEnvelope and JSON.stringify; every envelope is the same as theirs.
+func TestPlainGetEnvelopes(t *testing.T) {
+	h := &scriptedHost{}
+	r := runTool(t, h, runInput{Tool: `
+for (const p of ["/pets/1", "/a b~!$&'()*+,;=:@%2F<>", "", "/x?y=1", "/q\"uote", "/back\\slash", "/tab\t", "/é", "\ud800", "/x\u2028"]) {
+  await api.get(p);
+}
+await api.get("/pets/2", undefined);
+await api.get("/pets/3", null);
+return null;`})
+	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	assert.Equal(t, []string{
+		`{"method":"GET","path":"/pets/1"}`,
+		`{"method":"GET","path":"/a b~!$&'()*+,;=:@%2F<>"}`,
+		`{"method":"GET","path":""}`,
+		`{"method":"GET","path":"/x","query":"y=1"}`,
+		`{"method":"GET","path":"/q\"uote"}`,
+		`{"method":"GET","path":"/back\\slash"}`,
+		`{"method":"GET","path":"/tab\t"}`,
+		`{"method":"GET","path":"/é"}`,
+		`{"method":"GET","path":"\ud800"}`,
+		"{\"method\":\"GET\",\"path\":\"/x\u2028\"}",
+		`{"method":"GET","path":"/pets/2"}`,
+		`{"method":"GET","path":"/pets/3"}`,
+	}, h.requests)
+}

@@ -20,6 +20,9 @@ import (
 //	hostCall(requestJSON) -> responseJSON     one ABI host_call
 //	hostCallEnvelope(requestJSON) -> object   the same, with the response as JSON.parse gives it
 //	                                          (see responseObject)
+//	hostCallGet(path) -> object | undefined   GET path with no query, headers or body, when the
+//	                                          path is printable ASCII with no '"', backslash or '?';
+//	                                          undefined (and no call) otherwise
 //	sleep(ms)                                 blocks; WASI poll_oneoff, bounded by the host
 //	log(line)                                 one line to the run log (stderr)
 //	b64encode(ArrayBuffer | view) -> string   standard base64 with padding
@@ -43,6 +46,19 @@ func (e *engine) natives() *goja.Object {
 	})
 	set("hostCallEnvelope", func(call goja.FunctionCall) goja.Value {
 		resp, err := hostCall(call.Argument(0).String())
+		if err != nil {
+			panic(rt.NewGoError(err))
+		}
+		return e.responseObject(resp)
+	})
+	set("hostCallGet", func(call goja.FunctionCall) goja.Value {
+		path := call.Argument(0).String()
+		if !plainPath(path) {
+			return goja.Undefined()
+		}
+		// What JSON.stringify makes of the preamble's {method: "GET", path: path}: such a path
+		// needs no escaping.
+		resp, err := hostCall(`{"method":"GET","path":"` + path + `"}`)
 		if err != nil {
 			panic(rt.NewGoError(err))
 		}
@@ -103,4 +119,17 @@ func randomFloat() float64 {
 	u := binary.LittleEndian.Uint64(randBuf[randPos:])
 	randPos += 8
 	return float64(u>>11) / (1 << 53)
+}
+
+// plainPath reports whether path is printable ASCII with no '"', backslash (which JSON.stringify
+// escapes) or '?' (which the preamble splits off as the query). A string with a lone surrogate
+// reaches Go with U+FFFD in its place, so it is never plain.
+func plainPath(path string) bool {
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '?' {
+			return false
+		}
+	}
+	return true
 }
