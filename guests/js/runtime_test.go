@@ -382,3 +382,38 @@ return null;`})
 		`{"method":"GET","path":"/pets/3"}`,
 	}, h.requests)
 }
+
+// TestResponseConstruction: responses the runtime builds are what the preamble's Response
+// constructor builds, including for envelopes it hands to that constructor unchanged.
+func TestResponseConstruction(t *testing.T) {
+	tests := []struct {
+		name, envelope, want string
+	}{
+		{"plain", `{"status":200,"headers":{},"body":"x"}`,
+			`[200,true,"x",["status","ok","body"],1,true,"forwarded"]`},
+		{"no status", `{"headers":{},"body":"x"}`,
+			`[null,false,"x",["status","ok","body"],1,true,"forwarded"]`},
+		{"no body", `{"status":500}`,
+			`[500,false,"",["status","ok","body"],1,true,"forwarded"]`},
+		{"base64 over body", `{"status":200,"body":"ignored","body_base64":"aGk="}`,
+			`[200,true,"hi",["status","ok","body"],1,true,"forwarded"]`},
+		{"not an object", `null`, `"TypeError"`},
+		{"bad base64", `{"status":200,"body_base64":"!!"}`, `"TypeError: plimsoll: invalid base64 in a response: illegal base64 data at input byte 0"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &scriptedHost{respond: func(string) string { return tt.envelope }}
+			for _, call := range []string{`api.get("/x")`, `api.call("GET", "/x")`} {
+				r := runTool(t, h, runInput{Tool: `
+let res;
+try { res = await ` + call + `; } catch (e) { return e instanceof TypeError && e.message.startsWith("plimsoll") ? String(e) : e.name; }
+const proto = Object.getPrototypeOf(res);
+return [res.status === undefined ? null : res.status, res.ok, res.body, Object.keys(res),
+        Object.getOwnPropertySymbols(res).length, typeof proto.json === "function" && proto.constructor.name === "Response",
+        res.outcome];`})
+				require.Equal(t, jsguest.ExitOK, int(r.code), r)
+				assert.JSONEq(t, tt.want, r.stdout, call)
+			}
+		})
+	}
+}

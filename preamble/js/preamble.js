@@ -237,6 +237,8 @@
     this.body = body;
     this[ENV] = env;
   }
+  // The runtime answers calls with responses made as this constructor makes them.
+  native.setResponse(Response, ENV);
 
   // lowerHeaders turns the envelope's canonical name -> [values] into lower-case name ->
   // values joined with ", ".
@@ -343,7 +345,7 @@
 
   function send(method, path, query, headers, body) {
     const env = buildEnvelope(method, path, query, headers, body);
-    return new Response(native.hostCallEnvelope(JSON.stringify(env)));
+    return native.hostCallEnvelope(JSON.stringify(env));
   }
 
   // The api methods return promises. Argument errors reject the promise rather than throw, as
@@ -362,9 +364,9 @@
         if (opts === undefined && typeof path === "string") {
           // The commonest call: the runtime sends the envelope buildEnvelope and JSON.stringify
           // would make, without running them, when the path needs no escaping and has no query.
-          const env = native.hostCallGet(path);
-          if (env !== undefined) {
-            return Promise.resolve(new Response(env));
+          const res = native.hostCallGet(path);
+          if (res !== undefined) {
+            return Promise.resolve(res);
           }
         }
         const o = checkOptions("get", opts, OPTIONS);

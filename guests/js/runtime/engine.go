@@ -40,6 +40,12 @@ type engine struct {
 	jsonStringify goja.Callable
 	log           io.Writer // the run log; console output goes here
 
+	// The preamble's Response constructor, its prototype and the symbol under which a response
+	// keeps its envelope, handed over by setResponse.
+	response      *goja.Object
+	responseProto *goja.Object
+	envSym        *goja.Symbol
+
 	// unhandled holds rejected promises that had no handler when they were rejected, in order.
 	unhandled []*goja.Promise
 }

@@ -18,11 +18,12 @@ import (
 // goja's JSON.parse of a 100-byte envelope costs about 300 µs inside wasm.
 //
 //	hostCall(requestJSON) -> responseJSON     one ABI host_call
-//	hostCallEnvelope(requestJSON) -> object   the same, with the response as JSON.parse gives it
-//	                                          (see responseObject)
-//	hostCallGet(path) -> object | undefined   GET path with no query, headers or body, when the
+//	hostCallEnvelope(requestJSON) -> Response the same, answered with new Response(envelope)
+//	                                          as the preamble would make it (see newResponse)
+//	hostCallGet(path) -> Response | undefined GET path with no query, headers or body, when the
 //	                                          path is printable ASCII with no '"', backslash or '?';
 //	                                          undefined (and no call) otherwise
+//	setResponse(Response, ENV)                once, from the preamble: what newResponse builds
 //	sleep(ms)                                 blocks; WASI poll_oneoff, bounded by the host
 //	log(line)                                 one line to the run log (stderr)
 //	b64encode(ArrayBuffer | view) -> string   standard base64 with padding
@@ -49,7 +50,7 @@ func (e *engine) natives() *goja.Object {
 		if err != nil {
 			panic(rt.NewGoError(err))
 		}
-		return e.responseObject(resp)
+		return e.newResponse(resp)
 	})
 	set("hostCallGet", func(call goja.FunctionCall) goja.Value {
 		path := call.Argument(0).String()
@@ -62,7 +63,20 @@ func (e *engine) natives() *goja.Object {
 		if err != nil {
 			panic(rt.NewGoError(err))
 		}
-		return e.responseObject(resp)
+		return e.newResponse(resp)
+	})
+	set("setResponse", func(call goja.FunctionCall) goja.Value {
+		ctor, ok := call.Argument(0).(*goja.Object)
+		sym, isSym := call.Argument(1).(*goja.Symbol)
+		if !ok || !isSym || e.response != nil {
+			panic(rt.NewTypeError("plimsoll: setResponse wants the Response constructor and a symbol, once"))
+		}
+		proto, ok := ctor.Get("prototype").(*goja.Object)
+		if !ok {
+			panic(rt.NewTypeError("plimsoll: Response has no prototype"))
+		}
+		e.response, e.responseProto, e.envSym = ctor, proto, sym
+		return goja.Undefined()
 	})
 	set("sleep", func(call goja.FunctionCall) goja.Value {
 		ms := call.Argument(0).ToFloat()
