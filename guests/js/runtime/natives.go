@@ -14,8 +14,8 @@ import (
 
 // natives builds the __plimsoll bridge object that the generic preamble captures and removes
 // from the global object. The request envelope crosses as a raw string (JSON.stringify in JS).
-// The response comes back as the object JSON.parse would give, decoded in Go (responseObject):
-// goja's JSON.parse of a 100-byte envelope costs about 300 µs inside wasm.
+// The response comes back as a Response object built in Go (newResponse): goja's JSON.parse of a
+// 100-byte envelope costs about 300 µs inside wasm.
 //
 //	hostCall(requestJSON) -> responseJSON     one ABI host_call
 //	hostCallEnvelope(requestJSON) -> Response the same, answered with new Response(envelope)
