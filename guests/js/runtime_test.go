@@ -417,3 +417,33 @@ return [res.status === undefined ? null : res.status, res.ok, res.body, Object.k
 		})
 	}
 }
+
+// TestReplacedBuiltinsAreUsed: the preamble looks JSON.stringify, JSON.parse and the string
+// methods it uses up when a call is made, so a tool that replaces them gets what it asked for
+// (the security suite sends raw envelopes that way); the runtime's shortcuts step aside.
+func TestReplacedBuiltinsAreUsed(t *testing.T) {
+	h := &scriptedHost{}
+	r := runTool(t, h, runInput{Tool: `
+const seen = [];
+const parse = JSON.parse, stringify = JSON.stringify, upper = String.prototype.toUpperCase;
+JSON.parse = function (t) { seen.push(t.slice(0, 10)); return parse(t); };
+await api.get("/a");
+await api.call("GET", "/a2");
+JSON.parse = parse;
+JSON.stringify = function () { JSON.stringify = stringify; return '{"method":"GET","path":"/raw"}'; };
+await api.get("/b");
+String.prototype.toUpperCase = function () { return "DELETE"; };
+await api.get("/c");
+String.prototype.toUpperCase = upper;
+await api.get("/d");
+return seen;`})
+	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	assert.Equal(t, `["{\"status\":","{\"status\":"]`, r.stdout)
+	assert.Equal(t, []string{
+		`{"method":"GET","path":"/a"}`,
+		`{"method":"GET","path":"/a2"}`,
+		`{"method":"GET","path":"/raw"}`,
+		`{"method":"DELETE","path":"/c"}`,
+		`{"method":"GET","path":"/d"}`,
+	}, h.requests)
+}

@@ -8,7 +8,7 @@
 
   const native = global.__plimsoll;
   delete global.__plimsoll;
-  if (typeof native !== "object" || native === null || typeof native.hostCallEnvelope !== "function") {
+  if (typeof native !== "object" || native === null || typeof native.hostCall !== "function") {
     throw new Error("plimsoll: the preamble needs the plimsoll runtime's native bridge");
   }
 
@@ -343,9 +343,33 @@
     return out;
   };
 
+  // The built-ins a call looks up when it is made. A tool may replace them (and a hostile one may
+  // use JSON.stringify to send an envelope of its own choosing); while none is replaced, the
+  // runtime does their work (hostCallGet, hostCallEnvelope), which is much cheaper than running
+  // them in the interpreter and gives the same envelopes and responses.
+  const STRING_PROTO = String.prototype;
+  const builtins = {
+    stringify: JSON.stringify,
+    parse: JSON.parse,
+    toUpperCase: STRING_PROTO.toUpperCase,
+    indexOf: STRING_PROTO.indexOf,
+  };
+
+  function pristine() {
+    return (
+      JSON.stringify === builtins.stringify &&
+      JSON.parse === builtins.parse &&
+      STRING_PROTO.toUpperCase === builtins.toUpperCase &&
+      STRING_PROTO.indexOf === builtins.indexOf
+    );
+  }
+
   function send(method, path, query, headers, body) {
     const env = buildEnvelope(method, path, query, headers, body);
-    return native.hostCallEnvelope(JSON.stringify(env));
+    if (pristine()) {
+      return native.hostCallEnvelope(JSON.stringify(env));
+    }
+    return new Response(JSON.parse(native.hostCall(JSON.stringify(env))));
   }
 
   // The api methods return promises. Argument errors reject the promise rather than throw, as
@@ -361,7 +385,7 @@
     },
     get: function (path, opts) {
       try {
-        if (opts === undefined && typeof path === "string") {
+        if (opts === undefined && typeof path === "string" && pristine()) {
           // The commonest call: the runtime sends the envelope buildEnvelope and JSON.stringify
           // would make, without running them, when the path needs no escaping and has no query.
           const res = native.hostCallGet(path);
