@@ -86,50 +86,6 @@ func coalesceData(bin []byte) []byte {
 	return append(out, bin[dataEnd:]...)
 }
 
-// stripData returns bin without its data section, and the segments that section held, sorted,
-// with neighbours merged as coalesceData does. ok is false when coalesceData would leave bin as
-// it is (a data layout it does not handle) or there is no data section.
-func stripData(bin []byte) (stripped []byte, segments []dataSegment, ok bool) {
-	if len(bin) < 8 {
-		return nil, nil, false
-	}
-	dataStart, dataEnd := -1, -1
-	rest, pos := bin[8:], 8
-	for len(rest) > 0 {
-		id := rest[0]
-		size, n := uleb128(rest[1:])
-		if n == 0 || size > uint64(len(rest)-1-n) {
-			return nil, nil, false
-		}
-		switch id {
-		case 12: // data count
-			return nil, nil, false
-		case 11:
-			var ok bool
-			if segments, ok = parseData(rest[1+n : 1+n+int(size)]); !ok {
-				return nil, nil, false
-			}
-			dataStart, dataEnd = pos, pos+1+n+int(size)
-		}
-		rest = rest[1+n+int(size):]
-		pos += 1 + n + int(size)
-	}
-	if dataStart < 0 {
-		return nil, nil, false
-	}
-	var merged []dataSegment
-	for _, g := range groupSegments(segments) {
-		init := make([]byte, g.end-uint64(g.start))
-		for _, s := range g.segments {
-			copy(init[s.offset-g.start:], s.init)
-		}
-		merged = append(merged, dataSegment{offset: g.start, init: init})
-	}
-	stripped = make([]byte, 0, len(bin)-(dataEnd-dataStart))
-	stripped = append(stripped, bin[:dataStart]...)
-	return append(stripped, bin[dataEnd:]...), merged, true
-}
-
 // parseData reads a data section body made only of active segments in memory 0 with i32.const
 // offsets that do not overlap, and returns them sorted by offset. Go's linker writes them in
 // section order, not address order; with no overlap, the order they are applied in does not

@@ -240,15 +240,13 @@ func (rt *Runtime) fill(ctx context.Context) {
 // then reports any error.
 func (rt *Runtime) compileJS(bin []byte) (*guest, error) {
 	ctx := context.Background()
-	if stripped, data, ok := stripData(bin); ok {
-		if stripped, globals := exportGlobals(stripped); globals != nil {
-			g, err := rt.compile(ctx, stripped)
-			if err == nil {
-				if g.snap, err = takeSnapshot(ctx, rt.r, g.mod, data, globals); err == nil {
-					return g, nil
-				}
-				g.mod.Close(ctx)
+	if mod, data, globals, ok := prepareJS(bin); ok {
+		g, err := rt.compile(ctx, mod)
+		if err == nil {
+			if g.snap, err = takeSnapshot(ctx, rt.r, g.mod, data, globals); err == nil {
+				return g, nil
 			}
+			g.mod.Close(ctx)
 		}
 	}
 	return rt.compile(ctx, coalesceData(bin))

@@ -46,66 +46,117 @@ type global struct {
 	value uint64
 }
 
-// exportGlobals returns bin with every global it defines exported as globalExportPrefix + its
-// index, and the names of those exports. It returns bin and no names when the module cannot be
-// read this way (no export section, or a malformed section): the host then runs _initialize.
-func exportGlobals(bin []byte) ([]byte, []string) {
+// prepareJS returns the module the host compiles for JS runs: bin without its data section and
+// with every global it defines exported as globalExportPrefix + its index, made in one copy.
+// It also returns the data segments, in order, as slices of bin, and the names of the added
+// exports. ok is false when bin cannot be read this way (no export or data section, a data count
+// section, a segment that is not active in memory 0 at an i32.const offset, a malformed section):
+// the host then compiles bin as it is and every instance runs _initialize.
+func prepareJS(bin []byte) (mod []byte, data []dataSegment, globals []string, ok bool) {
 	if len(bin) < 8 {
-		return bin, nil
+		return nil, nil, nil, false
 	}
+	type section struct{ start, end int } // id and size included
 	var imported, defined uint64
-	exportStart, exportEnd := -1, -1
+	export, dataSec := section{-1, -1}, section{-1, -1}
 	var exportBody []byte
 	rest, pos := bin[8:], 8
 	for len(rest) > 0 {
 		id := rest[0]
 		size, n := uleb128(rest[1:])
 		if n == 0 || size > uint64(len(rest)-1-n) {
-			return bin, nil
+			return nil, nil, nil, false
 		}
 		body := rest[1+n : 1+n+int(size)]
+		end := pos + 1 + n + int(size)
 		switch id {
 		case 2: // imports: count the imported globals, which come first in the index space
-			var ok bool
 			if imported, ok = importedGlobals(body); !ok {
-				return bin, nil
+				return nil, nil, nil, false
 			}
 		case 6:
 			count, m := uleb128(body)
 			if m == 0 {
-				return bin, nil
+				return nil, nil, nil, false
 			}
 			defined = count
 		case 7:
-			exportStart, exportEnd, exportBody = pos, pos+1+n+int(size), body
+			export, exportBody = section{pos, end}, body
+		case 11:
+			if data, ok = dataSegments(body); !ok {
+				return nil, nil, nil, false
+			}
+			dataSec = section{pos, end}
+		case 12: // data count: bulk-memory instructions may name segments
+			return nil, nil, nil, false
 		}
 		rest = rest[1+n+int(size):]
-		pos += 1 + n + int(size)
+		pos = end
 	}
-	if exportStart < 0 || defined == 0 || defined > 1<<16 {
-		return bin, nil
+	if export.start < 0 || dataSec.start < 0 || defined == 0 || defined > 1<<16 {
+		return nil, nil, nil, false
 	}
 	count, m := uleb128(exportBody)
 	if m == 0 {
-		return bin, nil
+		return nil, nil, nil, false
 	}
 	body := appendULEB(nil, count+defined)
 	body = append(body, exportBody[m:]...)
-	names := make([]string, 0, defined)
+	globals = make([]string, 0, defined)
 	for i := range defined {
 		name := globalExportPrefix + strconv.FormatUint(imported+i, 10)
-		names = append(names, name)
+		globals = append(globals, name)
 		body = appendULEB(body, uint64(len(name)))
 		body = append(body, name...)
 		body = append(body, 0x03) // a global
 		body = appendULEB(body, imported+i)
 	}
-	out := make([]byte, 0, len(bin)+len(body)-len(exportBody)+8)
-	out = append(out, bin[:exportStart]...)
-	out = append(out, 7)
-	out = appendULEB(out, uint64(len(body)))
-	out = append(out, body...)
-	return append(out, bin[exportEnd:]...), names
+	mod = make([]byte, 0, len(bin)-(dataSec.end-dataSec.start)-(export.end-export.start)+len(body)+16)
+	for _, part := range []struct {
+		from, to int
+		replace  bool
+	}{
+		// export comes before data in a valid module
+		{0, export.start, false}, {export.start, export.end, true}, {export.end, dataSec.start, false},
+		{dataSec.end, len(bin), false},
+	} {
+		if !part.replace {
+			mod = append(mod, bin[part.from:part.to]...)
+			continue
+		}
+		mod = append(mod, 7)
+		mod = appendULEB(mod, uint64(len(body)))
+		mod = append(mod, body...)
+	}
+	return mod, data, globals, true
+}
+
+// dataSegments reads a data section body made only of active segments in memory 0 at i32.const
+// offsets. The segments are returned in order, as slices of body.
+func dataSegments(body []byte) ([]dataSegment, bool) {
+	count, n := uleb128(body)
+	if n == 0 || count > uint64(len(body)) {
+		return nil, false
+	}
+	body = body[n:]
+	segments := make([]dataSegment, 0, count)
+	for range count {
+		if len(body) < 2 || body[0] != 0x00 || body[1] != 0x41 {
+			return nil, false
+		}
+		off, n := sleb128(body[2:])
+		if n == 0 || len(body) < 2+n+1 || body[2+n] != 0x0b || int64(int32(off)) != off {
+			return nil, false
+		}
+		body = body[2+n+1:]
+		size, m := uleb128(body)
+		if m == 0 || size > uint64(len(body)-m) {
+			return nil, false
+		}
+		segments = append(segments, dataSegment{offset: uint32(off), init: body[m : m+int(size)]})
+		body = body[m+int(size):]
+	}
+	return segments, len(body) == 0
 }
 
 // importedGlobals counts the globals in an import section body.
@@ -177,9 +228,9 @@ func importedGlobals(body []byte) (uint64, bool) {
 	return globals, true
 }
 
-// takeSnapshot instantiates compiled (a module stripped of its data section), writes the data
-// segments into its memory, runs _initialize and keeps the result. globals names the exports
-// exportGlobals added.
+// takeSnapshot instantiates compiled (a module prepareJS made), writes the data segments into its
+// memory in order, as instantiation would, runs _initialize and keeps the result. globals names
+// the exports prepareJS added.
 func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []dataSegment, globals []string) (*snapshot, error) {
 	inst, err := instantiate(ctx, r, compiled, profiles.MaxMemory, nil)
 	if err != nil {

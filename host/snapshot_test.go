@@ -50,23 +50,33 @@ func TestSnapshotMemoryLimit(t *testing.T) {
 	require.EqualError(t, res.Err, "memory limit limits.memory (11MiB) reached")
 }
 
-func TestExportGlobals(t *testing.T) {
-	// No export section, or no globals: unchanged.
-	for _, bin := range [][]byte{nil, []byte("\x00asm\x01\x00\x00\x00"), []byte("\x00asm\x01\x00\x00\x00\x07\x01\x00")} {
-		out, names := exportGlobals(bin)
-		require.Equal(t, bin, out)
+func TestPrepareJS(t *testing.T) {
+	// No export section, no data section, no globals, or a data count section: not prepared.
+	for _, bin := range [][]byte{nil, []byte("\x00asm\x01\x00\x00\x00"),
+		[]byte("\x00asm\x01\x00\x00\x00\x07\x01\x00"),
+		[]byte("\x00asm\x01\x00\x00\x00\x06\x06\x01\x7f\x01\x41\x00\x0b\x07\x01\x00"),
+		[]byte("\x00asm\x01\x00\x00\x00\x06\x06\x01\x7f\x01\x41\x00\x0b\x07\x01\x00\x0c\x01\x00\x0b\x01\x00"),
+	} {
+		_, _, names, ok := prepareJS(bin)
+		require.False(t, ok)
 		require.Nil(t, names)
 	}
-	// One imported global (index 0) and two defined ones (1 and 2).
+	// One imported global (index 0), two defined ones (1 and 2), a memory and two data segments.
 	bin := []byte("\x00asm\x01\x00\x00\x00" +
 		"\x02\x08\x01\x01m\x01g\x03\x7f\x00" + // import m.g: const i32
+		"\x05\x03\x01\x00\x01" + // memory, min 1 page
 		"\x06\x0b\x02\x7f\x01\x41\x00\x0b\x7e\x01\x42\x00\x0b" + // (mut i32) 0, (mut i64) 0
-		"\x07\x01\x00") // no exports
-	out, names := exportGlobals(bin)
+		"\x07\x01\x00" + // no exports
+		"\x0b\x0d\x02\x00\x41\x0b\x0b\x01b\x00\x41\x08\x0b\x01a") // "b" at 11, "a" at 8
+	mod, data, names, ok := prepareJS(bin)
+	require.True(t, ok)
 	require.Equal(t, []string{globalExportPrefix + "1", globalExportPrefix + "2"}, names)
+	require.Equal(t, []dataSegment{{11, []byte("b")}, {8, []byte("a")}}, data)
+	require.NotContains(t, string(mod), "\x0b\x0d\x02", "the data section is gone")
 	rt := newRuntime(t, Options{})
-	_, err := rt.r.CompileModule(context.Background(), out)
+	m, err := rt.r.CompileModule(context.Background(), mod)
 	require.NoError(t, err)
+	require.Len(t, m.ExportedFunctions(), 0)
 }
 
 // TestSnapshotImageIsShared checks that on Linux instances map the image rather than copy it,
