@@ -8,9 +8,10 @@ import (
 // Go's wasm linker leaves runs of zeros out of the data section, so the JavaScript runtime has
 // about 100,000 small active data segments. wazero evaluates each segment's offset expression and
 // keeps a slice header per segment in every instance: about 6 ms and 2.3 MiB of Go heap per
-// instantiation. coalesceData merges neighbouring segments into one before the module is
-// compiled, writing the zeros between them explicitly. Memory after instantiation is the same
-// byte for byte.
+// instantiation. The JS runtime's module normally has no data section at all (see snapshot.go);
+// when it cannot be prepared that way, coalesceData merges neighbouring segments into one before
+// the module is compiled, writing the zeros between them explicitly. Memory after instantiation
+// is the same byte for byte.
 
 // maxDataGap is the longest run of zeros written between two merged segments. A gap shorter than
 // a page cannot cover a whole page, so merging never touches a page that was left untouched.
