@@ -26,6 +26,7 @@ type overloadAPI struct {
 	start      time.Time
 	status     int    // 503 or 429 while overloaded
 	retryAfter string // "" for none
+	latency    time.Duration // how long each answer takes (fake time)
 	mu         sync.Mutex
 	probes     []*http.Request
 }
@@ -37,6 +38,7 @@ const (
 
 func (a *overloadAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	elapsed := time.Since(a.start)
+	time.Sleep(a.latency)
 	healthy := elapsed < overloadFrom || elapsed >= healAt
 	if req.URL.RequestURI() == "/v1/status" {
 		a.mu.Lock()
@@ -187,6 +189,9 @@ func TestSeedChartProbeTimes(t *testing.T) {
 			run.Call(context.Background(), broker.Request{Method: "GET", Path: "/items"})
 		}
 		assert.Equal(t, []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond}, probeTimes)
+		trace := run.Trace()
+		assert.Equal(t, broker.ProbeNotReady, trace[15].Probe, "1.5 s: picked, not ready")
+		assert.Equal(t, broker.ProbeOK, trace[25].Probe, "2.5 s: picked, 2xx")
 		for _, e := range run.Trace() {
 			assert.NotEqual(t, "/status", e.Path, "probes never appear in the trace")
 		}
@@ -218,4 +223,40 @@ func chartProfile(t *testing.T, health bool) *profiles.Profile {
 	p, err := profiles.LoadFile(path)
 	require.NoError(t, err)
 	return p
+}
+
+// TestSeedChartWithLatency is the worked example with a 1 ms upstream, as on a real loopback. The
+// 503 reaches the broker at 0.501 s, so the window opened then: the call at 1.5 s is 999 ms in and
+// is shed, and each probe goes out one call later, at 1.6 s and 2.6 s. This is the deterministic
+// result the real-time demo test (cmd/plimsoll-run) is held to.
+func TestSeedChartWithLatency(t *testing.T) {
+	profile := chartProfile(t, true)
+	synctest.Test(t, func(t *testing.T) {
+		api := &overloadAPI{start: time.Now(), status: 503, retryAfter: "5", latency: time.Millisecond}
+		run, err := broker.NewRun(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: api})
+		require.NoError(t, err)
+		for i := 0; i < 80; i++ {
+			time.Sleep(time.Until(api.start.Add(time.Duration(i) * 100 * time.Millisecond)))
+			run.Call(context.Background(), broker.Request{Method: "GET", Path: "/items"})
+		}
+
+		want := []span{
+			{0, 4, broker.Forwarded, 200},
+			{5, 5, broker.Forwarded, 503},
+			{6, 25, broker.Shed, 0}, // the probe at 1.6 s finds the API not ready
+			{26, 79, broker.Forwarded, 200},
+		}
+		trace := run.Trace()
+		for _, s := range want {
+			for i := s.from; i <= s.to; i++ {
+				assert.Equal(t, s.outcome, trace[i].Outcome, "call %d", i)
+			}
+		}
+		assert.Equal(t, broker.ProbeNotReady, trace[16].Probe)
+		assert.Equal(t, broker.ProbeOK, trace[26].Probe)
+		c := run.Counters()
+		assert.Equal(t, 60, c.Forwarded)
+		assert.Equal(t, 20, c.Shed)
+		assert.Equal(t, 2, c.Probes)
+	})
 }

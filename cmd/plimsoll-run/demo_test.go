@@ -12,8 +12,10 @@ import (
 )
 
 // TestDemoChartRealTime is the seed's 80-call scenario end to end in real time (8 s): a real JS
-// guest, the real host and broker, the demo API on loopback. Scheduling jitter may move a probe
-// by one slot, so counts are checked within ±1 of the deterministic result (broker/chart_test.go).
+// guest, the real host and broker, the demo API on loopback. The deterministic result it is held
+// to is broker's TestSeedChartWithLatency (60 forwarded, 20 shed, 2 probes): on a real network the
+// 503 arrives a little after 0.5 s, so each probe goes one call later than in the zero-latency
+// worked example. Scheduling jitter may move a probe by one more slot, hence ±1.
 func TestDemoChartRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8 s in real time")
@@ -27,8 +29,8 @@ func TestDemoChartRealTime(t *testing.T) {
 	calls := chartRow(t, out.String())
 	require.Len(t, []rune(calls), 80)
 	count := func(m mark) int { return strings.Count(calls, m.glyph) }
-	assert.InDelta(t, 61, count(markForwarded)+count(markOverloaded)+count(markClosed), 1, calls)
-	assert.InDelta(t, 19, count(markShed)+count(markNotReady), 1, calls)
+	assert.InDelta(t, 60, count(markForwarded)+count(markOverloaded)+count(markClosed), 1, calls)
+	assert.InDelta(t, 20, count(markShed)+count(markNotReady), 1, calls)
 	assert.Equal(t, 1, count(markOverloaded), "one overloaded reply opens the window: %s", calls)
 	assert.Equal(t, 1, count(markNotReady), "the first probe finds the API not ready: %s", calls)
 	assert.Equal(t, 1, count(markClosed), "the second probe closes the breaker: %s", calls)
