@@ -24,8 +24,8 @@ import (
 // answers 503 until then and 200 after.
 type overloadAPI struct {
 	start      time.Time
-	status     int    // 503 or 429 while overloaded
-	retryAfter string // "" for none
+	status     int           // 503 or 429 while overloaded
+	retryAfter string        // "" for none
 	latency    time.Duration // how long each answer takes (fake time)
 	mu         sync.Mutex
 	probes     []*http.Request
