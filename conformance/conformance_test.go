@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/host"
 )
 
 var (
@@ -97,10 +99,10 @@ func TestBrokenDriversFail(t *testing.T) {
 		driver string
 		failed map[string][]string // scenario → its differences, in order
 	}{
-		{"drops-query-arrays.js", map[string][]string{
+		{"drops-query-arrays", map[string][]string{
 			"query-arrays": {`received[0] (GET /items): query tag: expected ["red", "blue", "green"], observed ["red"] (raw query "tag=red&limit=5")`},
 		}},
-		{"shed-is-success.js", map[string][]string{
+		{"shed-is-success", map[string][]string{
 			"shed-after-503": {
 				`operations[1] (GET /items): outcome: expected "shed", observed "forwarded"`,
 				`operations[1] (GET /items): ok: expected false, observed true`,
@@ -111,8 +113,7 @@ func TestBrokenDriversFail(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.driver, func(t *testing.T) {
-			d, err := DriverFile(filepath.Join("testdata", "broken", c.driver))
-			require.NoError(t, err)
+			d := brokenJSDriver(t, c.driver)
 			rep := r.Run(context.Background(), d, scenarios)
 			assert.False(t, rep.OK())
 			for _, res := range rep.Results {
@@ -166,4 +167,20 @@ func TestDriverFile(t *testing.T) {
 	assert.ErrorIs(t, err, ErrDriverFile)
 	_, err = BuiltinDriver("cobol")
 	assert.Error(t, err)
+}
+
+// brokenJSDriver is the built-in JS driver with one deliberate bug applied, from
+// testdata/broken/NAME.bug: a description, then "--- replace" and the driver's lines to change,
+// then "--- with" and what they become. Keeping only the change, not a copy of the driver, keeps
+// the broken drivers in step with the real one; a change that no longer applies fails here.
+func brokenJSDriver(t *testing.T, name string) Driver {
+	t.Helper()
+	bug, err := os.ReadFile(filepath.Join("testdata", "broken", name+".bug"))
+	require.NoError(t, err)
+	_, change, ok := strings.Cut(string(bug), "--- replace\n")
+	require.True(t, ok, "%s.bug has no --- replace block", name)
+	old, replacement, ok := strings.Cut(change, "--- with\n")
+	require.True(t, ok, "%s.bug has no --- with block", name)
+	require.Equal(t, 1, strings.Count(jsDriverSource, old), "%s.bug must change exactly one place in driver.js", name)
+	return Driver{Name: name + ".js", Tool: host.JSTool(name+".js", strings.Replace(jsDriverSource, old, replacement, 1))}
 }
