@@ -78,6 +78,43 @@ func newEngine() (*engine, error) {
 	return e, nil
 }
 
+// warmUp takes a trivial tool through every step of run except reading stdin and writing the
+// result, so that what goja and encoding/json build lazily on first use (builtins, the async
+// function and promise machinery, JSON's decoders) is built here, in the state the host
+// snapshots after _initialize, instead of in every run. It leaves nothing a tool can see: the
+// tool is an anonymous function that is never stored, it reads no randomness and makes no host
+// call, and the rejection tracker is emptied. Errors are ignored: run reports them for real.
+func (e *engine) warmUp() {
+	defer func() { e.unhandled = nil }()
+	req, err := decodeRequest([]byte(`{"tool":"return input.x;","input":{"x":[1,"a",null]},"preamble":"","name":"warm.js"}`))
+	if err != nil {
+		return
+	}
+	prg, err := goja.Compile(req.name, toolPrefix+req.tool+toolSuffix, false)
+	if err != nil {
+		return
+	}
+	fnValue, err := e.rt.RunProgram(prg)
+	if err != nil {
+		return
+	}
+	fn, ok := goja.AssertFunction(fnValue)
+	if !ok {
+		return
+	}
+	input, err := e.jsonParse(goja.Undefined(), e.rt.ToValue(req.input))
+	if err != nil {
+		return
+	}
+	result, err := fn(goja.Undefined(), input)
+	if err != nil {
+		return
+	}
+	if promise, ok := result.Export().(*goja.Promise); ok && promise.State() == goja.PromiseStateFulfilled {
+		_, _ = e.jsonStringify(goja.Undefined(), promise.Result())
+	}
+}
+
 func (e *engine) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
 	switch op {
 	case goja.PromiseRejectionReject:

@@ -39,6 +39,9 @@ var (
 
 func init() {
 	state, setupErr = newEngine()
+	if setupErr == nil {
+		state.warmUp()
+	}
 }
 
 //go:wasmexport run
