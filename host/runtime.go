@@ -66,6 +66,9 @@ type Runtime struct {
 	stopFill context.CancelFunc
 	fillDone chan struct{}
 
+	executing atomic.Int64  // runs inside execute
+	idle      chan struct{} // a token when executing drops to 0; nil when PoolSize is 0
+
 	mu      sync.Mutex // guards closed against running.Add
 	closed  atomic.Bool
 	running sync.WaitGroup
@@ -124,6 +127,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	})
 	if opts.PoolSize > 0 {
 		rt.pool = make(chan *instance, opts.PoolSize)
+		rt.idle = make(chan struct{}, 1)
 		fillCtx, stop := context.WithCancel(context.Background())
 		rt.stopFill, rt.fillDone = stop, make(chan struct{})
 		go rt.fill(fillCtx)
@@ -218,6 +222,9 @@ func (rt *Runtime) fill(ctx context.Context) {
 		return
 	}
 	for {
+		if !rt.yieldToRuns(ctx) {
+			return
+		}
 		inst, err := rt.newInstance(ctx, g, profiles.MaxMemory)
 		if err != nil {
 			return
@@ -233,6 +240,36 @@ func (rt *Runtime) fill(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// fillYield bounds how long the pool's filler waits for executing runs to finish.
+const fillYield = 10 * time.Millisecond
+
+// yieldToRuns waits, for at most fillYield, until no run is executing, so that preparing the next
+// pooled instance does not compete with a run for the CPU (on a small machine that made pooled
+// runs about 0.8 ms slower). It returns false when ctx is done.
+func (rt *Runtime) yieldToRuns(ctx context.Context) bool {
+	select { // a token left from an earlier quiet moment says nothing about now
+	case <-rt.idle:
+	default:
+	}
+	deadline := time.Now().Add(fillYield)
+	for rt.executing.Load() > 0 {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rt.idle:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		t.Stop()
+	}
+	return ctx.Err() == nil
 }
 
 // compileJS compiles the JS runtime and takes its snapshot (see snapshot.go). When the snapshot
@@ -314,7 +351,14 @@ func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, inpu
 	if secretErr != nil {
 		err = setupError("resolve the credential", secretErr)
 	} else {
+		rt.executing.Add(1)
 		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input)
+		if rt.executing.Add(-1) == 0 {
+			select {
+			case rt.idle <- struct{}{}:
+			default:
+			}
+		}
 	}
 	res.Err = err
 	res.Trace = b.Trace()
