@@ -50,6 +50,28 @@ func TestHostStdinShape(t *testing.T) {
 	assert.Equal(t, "Uncaught Error: x\n    at tool.js:1:7\n", r.stderr)
 }
 
+// TestHostStdinEscapes runs the host's shape with what encoding/json escapes (quotes, newlines,
+// <, > and &, U+2028), raw non-ASCII text, an escaped surrogate pair and an input whose strings
+// look like the request's own syntax: the runtime decodes it as encoding/json would.
+func TestHostStdinEscapes(t *testing.T) {
+	tool := "return [input, \"<&>\", \"é😀\", \"\u2028\".length, \"\\ud83d\\ude00\",\n  1];"
+	stdin, err := json.Marshal(struct {
+		Tool     string          `json:"tool"`
+		Input    json.RawMessage `json:"input"`
+		Preamble string          `json:"preamble"`
+		Name     string          `json:"name"`
+	}{tool, json.RawMessage(`{"a":"x\",\"preamble\":\"}","b":[1,{"c":null}]}`), "const Z = \"\\t\";", "esc.js"})
+	require.NoError(t, err)
+	r := newInstance(t).run(t, &scriptedHost{}, stdin)
+	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	assert.Equal(t, `[{"a":"x\",\"preamble\":\"}","b":[1,{"c":null}]},"<&>","é😀",1,"😀",1]`, r.stdout)
+
+	// An escaped lone surrogate becomes U+FFFD, as encoding/json makes it.
+	r = newInstance(t).run(t, &scriptedHost{}, []byte(`{"tool":"return \"\ud800\";","input":null,"preamble":"","name":""}`))
+	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	assert.Equal(t, "\"\ufffd\"", r.stdout)
+}
+
 func TestConsoleGoesToStderr(t *testing.T) {
 	r := runTool(t, nil, runInput{Tool: `
 console.log("plain", 1, {a: [1, "x"]}, null, undefined);
