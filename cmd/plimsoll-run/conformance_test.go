@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,7 +20,7 @@ func TestConformanceCommand(t *testing.T) {
 	assert.Contains(t, stdout, "driver js: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver go: 2 scenarios, 2 passed, 0 failed")
 
-	broken := filepath.Join("..", "..", "conformance", "testdata", "broken", "drops-query-arrays.js")
+	broken := writeBrokenDriver(t)
 	code, stdout, stderr = invoke(t, "", env, "conformance", "--guest", broken, "--run", "^query-arrays$")
 	assert.Equal(t, 1, code, "a failed scenario exits 1; stderr: %s", stderr)
 	assert.Contains(t, stdout, `query-arrays  FAIL    received[0] (GET /items): query tag: expected ["red", "blue", "green"], observed ["red"]`)
@@ -61,4 +62,16 @@ func TestConformanceUsageErrors(t *testing.T) {
 		assert.Equal(t, 2, code, "%v", c.args)
 		assert.Contains(t, stderr, c.want, "%v", c.args)
 	}
+}
+
+// writeBrokenDriver writes the built-in JS driver with one bug, the one in
+// conformance/testdata/broken/drops-query-arrays.bug: it sends only the first value of a query
+// array. It is a driver file an outside author could have written.
+func writeBrokenDriver(t *testing.T) string {
+	t.Helper()
+	src := readFile(t, filepath.Join("..", "..", "conformance", "drivers", "js", "driver.js"))
+	broken := strings.Replace(src, "opts.query = op.query;", `opts.query = typeof op.query !== "object" ? op.query :
+      Object.fromEntries(Object.entries(op.query).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]));`, 1)
+	require.NotEqual(t, src, broken, "driver.js no longer has the line the bug changes")
+	return writeFile(t, t.TempDir(), "drops-query-arrays.js", broken)
 }
