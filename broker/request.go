@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // Caps on the parts of a request that are not covered by the envelope's size cap.
 const (
-	maxPathBytes   = 2048
+	maxPathBytes   = profiles.MaxPathBytes
 	maxQueryBytes  = 8192
 	maxHeaders     = 64
 	maxHeaderBytes = 8192 // one value

@@ -14,6 +14,10 @@ type Route struct {
 	text     string // Method + " " + Pattern, kept so the broker's trace needs no allocation
 }
 
+// MaxPathBytes caps a guest path. The broker refuses longer paths, so a longer pattern could
+// never match and is refused at load.
+const MaxPathBytes = 2048
+
 // String is the route as written in the profile: "GET /pets/*".
 func (r Route) String() string {
 	if r.text != "" {
@@ -90,6 +94,9 @@ func ParseRoute(s string) (Route, error) {
 func checkPattern(p string) error {
 	if p == "" || p[0] != '/' {
 		return fmt.Errorf("path %q must start with '/'", p)
+	}
+	if len(p) > MaxPathBytes {
+		return fmt.Errorf("path is %d bytes, over the %d-byte cap the broker puts on paths", len(p), MaxPathBytes)
 	}
 	if p == "/" {
 		return nil
