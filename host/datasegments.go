@@ -92,33 +92,8 @@ func coalesceData(bin []byte) []byte {
 // section order, not address order; with no overlap, the order they are applied in does not
 // matter.
 func parseData(body []byte) ([]dataSegment, bool) {
-	count, n := uleb128(body)
-	if n == 0 || count > uint64(len(body)) {
-		return nil, false
-	}
-	body = body[n:]
-	segments := make([]dataSegment, 0, count)
-	for range count {
-		// flags 0, then the offset expression: i32.const <sleb128> end.
-		if len(body) < 2 || body[0] != 0x00 || body[1] != 0x41 {
-			return nil, false
-		}
-		off, n := sleb128(body[2:])
-		if n == 0 || len(body) < 2+n+1 || body[2+n] != 0x0b {
-			return nil, false
-		}
-		body = body[2+n+1:]
-		size, m := uleb128(body)
-		if m == 0 || size > uint64(len(body)-m) {
-			return nil, false
-		}
-		if int64(int32(off)) != off {
-			return nil, false
-		}
-		segments = append(segments, dataSegment{offset: uint32(off), init: body[m : m+int(size)]})
-		body = body[m+int(size):]
-	}
-	if len(body) != 0 {
+	segments, ok := dataSegments(body)
+	if !ok {
 		return nil, false
 	}
 	slices.SortStableFunc(segments, func(a, b dataSegment) int { return cmp.Compare(a.offset, b.offset) })
