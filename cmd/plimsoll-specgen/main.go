@@ -197,28 +197,7 @@ func generate(stdout, stderr io.Writer, o options) error {
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(o.outDir, file), text)
-}
-
-// writeFile replaces path through a temporary file and a rename.
-func writeFile(path, text string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(text); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return specgen.WriteFile(filepath.Join(o.outDir, file), []byte(text))
 }
 
 func contains(list []string, s string) bool {

@@ -66,7 +66,7 @@ func WriteAll(spec *Spec, dir, name string) error {
 	}
 	outputs = append(outputs, struct{ file, text string }{f.Profile, string(profile)})
 	for _, o := range outputs {
-		if err := writeFileAtomic(filepath.Join(dir, o.file), []byte(o.text)); err != nil {
+		if err := WriteFile(filepath.Join(dir, o.file), []byte(o.text)); err != nil {
 			return err
 		}
 	}
@@ -78,9 +78,9 @@ func WriteAll(spec *Spec, dir, name string) error {
 	return nil
 }
 
-// writeFileAtomic writes through a temporary file in the same directory and renames it into
-// place, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFile writes one generated file through a temporary file in the same directory and renames
+// it into place, so a reader never sees half a file.
+func WriteFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
