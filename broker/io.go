@@ -7,8 +7,6 @@ import (
 	"net/http"
 )
 
-type ioReadCloser = io.ReadCloser
-
 var errBodyTooLarge = errors.New("body over the cap")
 
 func bodyReader(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -330,7 +331,7 @@ func (r *Run) newUpstreamRequest(ctx context.Context, method, path, query string
 	if len(body) > 0 {
 		req.Body = bodyReader(body)
 		req.ContentLength = int64(len(body))
-		req.GetBody = func() (ioReadCloser, error) { return bodyReader(body), nil }
+		req.GetBody = func() (io.ReadCloser, error) { return bodyReader(body), nil }
 	}
 	return req, nil
 }
