@@ -400,7 +400,7 @@ func unbrokered(runID string, tool Tool, err error) Result {
 
 // execute runs the guest and says how it ended.
 func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *profiles.Profile, input []byte) (out, log []byte, err error) {
-	limits := limitsOf(p)
+	limits := p.Limits.OrDefaults() // a profile built in code may leave fields zero
 	var g *guest
 	var stdin []byte
 	switch {
@@ -551,36 +551,6 @@ func guestLimit(log []byte) error {
 		msg = strings.TrimSpace(line)
 	}
 	return &LimitError{Limit: "guest", Message: "guest limit: " + msg}
-}
-
-// limitsOf is the profile's limits with zero fields (a profile built in code) set to defaults.
-func limitsOf(p *profiles.Profile) profiles.Limits {
-	l, d := p.Limits, profiles.DefaultLimits
-	if l.RunTimeout <= 0 {
-		l.RunTimeout = d.RunTimeout
-	}
-	if l.CallTimeout <= 0 {
-		l.CallTimeout = d.CallTimeout
-	}
-	if l.Memory <= 0 {
-		l.Memory = d.Memory
-	}
-	if l.MaxResponseBytes <= 0 {
-		l.MaxResponseBytes = d.MaxResponseBytes
-	}
-	if l.MaxRequestBytes <= 0 {
-		l.MaxRequestBytes = d.MaxRequestBytes
-	}
-	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = d.MaxOutputBytes
-	}
-	if l.MaxLogBytes <= 0 {
-		l.MaxLogBytes = d.MaxLogBytes
-	}
-	if l.MaxHostCalls <= 0 {
-		l.MaxHostCalls = d.MaxHostCalls
-	}
-	return l
 }
 
 // capped collects a guest's stdout or stderr up to a limit. The write that goes over it keeps

@@ -60,6 +60,27 @@ var DefaultLimits = Limits{
 
 const DefaultBudgetCalls = 100
 
+// OrDefaults returns l with every zero or negative field set to its default, for limits built in
+// code rather than loaded (Load always fills them).
+func (l Limits) OrDefaults() Limits {
+	d := DefaultLimits
+	pick := func(v, def int64) int64 {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	l.RunTimeout = time.Duration(pick(int64(l.RunTimeout), int64(d.RunTimeout)))
+	l.CallTimeout = time.Duration(pick(int64(l.CallTimeout), int64(d.CallTimeout)))
+	l.Memory = pick(l.Memory, d.Memory)
+	l.MaxResponseBytes = pick(l.MaxResponseBytes, d.MaxResponseBytes)
+	l.MaxRequestBytes = pick(l.MaxRequestBytes, d.MaxRequestBytes)
+	l.MaxOutputBytes = pick(l.MaxOutputBytes, d.MaxOutputBytes)
+	l.MaxLogBytes = pick(l.MaxLogBytes, d.MaxLogBytes)
+	l.MaxHostCalls = int(pick(int64(l.MaxHostCalls), int64(d.MaxHostCalls)))
+	return l
+}
+
 // Secret is a resolved credential. It never prints its value. The value sits behind a pointer:
 // String and GoString cover %v, %s and %#v, and every other way fmt can reach it (%d, %t or %p,
 // or a Secret in another struct's unexported field, printed by reflection) shows an address.
