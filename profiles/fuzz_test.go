@@ -1,6 +1,9 @@
 package profiles_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,4 +53,37 @@ func fill(segs []string, with string) []string {
 		out[i] = s
 	}
 	return out
+}
+
+// FuzzLoadFile: the loader never panics on any YAML or JSON file, every refusal is a
+// *profiles.Error naming the file, and whatever it accepts is a profile the broker can use: a
+// base URL with a host, at least one route, a concrete GET health check if any, and limits set.
+func FuzzLoadFile(f *testing.F) {
+	f.Add("yaml", []byte("base_url: http://127.0.0.1:8080/v1\nroutes: [GET /pets/*]\nhealth_check: GET /status\n"))
+	f.Add("json", []byte(`{"base_url":"https://api.test","credential":{"env":"T"},"routes":["POST /a"],"limits":{"memory":"64MiB"}}`))
+	f.Add("yaml", []byte("base_url: http://h\nroutes: [GET /x]\nbudget: {calls: 0}\nlimits: {run_timeout: 1s, max_host_calls: 1}\n"))
+	dir := f.TempDir() // one directory per worker: the loader reads a file, not bytes
+	f.Fuzz(func(t *testing.T, ext string, data []byte) {
+		if ext != "yaml" && ext != "json" {
+			return
+		}
+		path := filepath.Join(dir, "fuzz."+ext)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := profiles.LoadFile(path)
+		if err != nil {
+			var pe *profiles.Error
+			if !errors.As(err, &pe) || pe.File != path || pe.Reason == "" {
+				t.Fatalf("refusal %v is not a *profiles.Error naming the file and a reason", err)
+			}
+			return
+		}
+		if p.BaseURL == nil || p.BaseURL.Hostname() == "" || len(p.Routes) == 0 || p.Limits.RunTimeout <= 0 {
+			t.Fatalf("accepted an unusable profile: %+v", p)
+		}
+		if hc := p.HealthCheck; hc != nil && (hc.Method != "GET" || strings.ContainsAny(hc.Pattern, "*{}")) {
+			t.Fatalf("accepted health_check %s", hc)
+		}
+	})
 }
