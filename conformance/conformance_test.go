@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/testcache"
 )
 
 var (
@@ -31,9 +32,7 @@ func sharedRunner(t *testing.T) *Runner {
 
 func TestMain(m *testing.M) {
 	// Share one wazero compilation cache across the test packages of a run.
-	if os.Getenv("PLIMSOLL_CACHE_DIR") == "" {
-		os.Setenv("PLIMSOLL_CACHE_DIR", filepath.Join(os.TempDir(), "plimsoll-test-cache"))
-	}
+	os.Setenv("PLIMSOLL_CACHE_DIR", testcache.Dir())
 	code := m.Run()
 	if runner != nil {
 		if err := runner.Close(context.Background()); err != nil {

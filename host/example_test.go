@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -82,9 +83,4 @@ routes:
 
 // exampleCacheDir keeps the example on the test run's shared compilation cache. A program would
 // usually leave Options.CacheDir empty.
-func exampleCacheDir() string {
-	if d := os.Getenv(host.EnvCacheDir); d != "" {
-		return d
-	}
-	return filepath.Join(os.TempDir(), "plimsoll-test-cache")
-}
+func exampleCacheDir() string { return testcache.Dir() }

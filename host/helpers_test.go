@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -29,12 +30,7 @@ func testGetenv(k string) string {
 }
 
 // testCacheDir is shared by every test package in a run, so the JS runtime compiles once.
-func testCacheDir() string {
-	if d := os.Getenv(EnvCacheDir); d != "" {
-		return d
-	}
-	return filepath.Join(os.TempDir(), "plimsoll-test-cache")
-}
+func testCacheDir() string { return testcache.Dir() }
 
 var (
 	sharedOnce sync.Once

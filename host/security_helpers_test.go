@@ -26,6 +26,7 @@ import (
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/guests/testguest"
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -48,12 +49,7 @@ func secGetenv(k string) string {
 }
 
 // secCacheDir is the compilation cache shared by every test package (see cmd/plimsoll-run).
-func secCacheDir() string {
-	if d := os.Getenv(host.EnvCacheDir); d != "" {
-		return d
-	}
-	return filepath.Join(os.TempDir(), "plimsoll-test-cache")
-}
+func secCacheDir() string { return testcache.Dir() }
 
 // newSecRuntime builds a Runtime for the suite and closes it when the test ends. The broker's
 // clock ticks 1 ms per reading, so a breaker window of 1 s outlasts the few calls of a case

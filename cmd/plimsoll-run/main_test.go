@@ -16,13 +16,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/internal/testcache"
 )
 
 func TestMain(m *testing.M) {
 	// Share one wazero compilation cache across the test packages of a run.
-	if os.Getenv("PLIMSOLL_CACHE_DIR") == "" {
-		os.Setenv("PLIMSOLL_CACHE_DIR", filepath.Join(os.TempDir(), "plimsoll-test-cache"))
-	}
+	os.Setenv("PLIMSOLL_CACHE_DIR", testcache.Dir())
 	os.Exit(m.Run())
 }
 

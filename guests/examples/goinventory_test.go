@@ -17,6 +17,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/guests/examples"
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -56,11 +57,7 @@ func TestGoInventory(t *testing.T) {
 	p, err := profiles.LoadFile(profile)
 	require.NoError(t, err)
 
-	cache := os.Getenv(host.EnvCacheDir)
-	if cache == "" {
-		cache = filepath.Join(os.TempDir(), "plimsoll-test-cache")
-	}
-	rt, err := host.New(context.Background(), host.Options{CacheDir: cache, Getenv: func(k string) string {
+	rt, err := host.New(context.Background(), host.Options{CacheDir: testcache.Dir(), Getenv: func(k string) string {
 		if k == "INV_TOKEN" {
 			return "inv-token"
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	"github.com/plimsoll/plimsoll/internal/testcache"
 )
 
 // This file is a test-only stand-in for the real host: WASI with real clocks, sleep and
@@ -28,11 +28,7 @@ import (
 // package: compiling goja takes seconds cold, and a fraction of a second from the cache.
 var guestRuntime = sync.OnceValues(func() (*guest, error) {
 	ctx := experimental.WithCompilationWorkers(context.Background(), 2)
-	cacheDir := os.Getenv("PLIMSOLL_CACHE_DIR")
-	if cacheDir == "" {
-		cacheDir = filepath.Join(os.TempDir(), "plimsoll-test-cache")
-	}
-	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	cache, err := wazero.NewCompilationCacheWithDir(testcache.Dir())
 	if err != nil {
 		return nil, err
 	}
