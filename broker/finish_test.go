@@ -26,16 +26,7 @@ var auditKeys = []string{"run_id", "profile", "tool", "status", "error", "host_c
 
 func TestAuditLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var n int
-		api := &script{answer: func(r *http.Request) (*http.Response, error) {
-			if r.URL.RequestURI() == "/status" {
-				return inMemReply(200, ""), nil
-			}
-			if n++; n == 1 {
-				return inMemReply(503, "", "Retry-After", "5"), nil
-			}
-			return inMemReply(200, ""), nil
-		}}
+		api := overloadedOnce(503, "5", 200)
 		p := writeProfile(t, "http://api.test", healthProfile+"budget:\n  calls: 3\n")
 		run := newRun(t, p, api)
 		c := newClock()

@@ -249,6 +249,21 @@ func (s *script) RoundTrip(r *http.Request) (*http.Response, error) {
 	return s.answer(r)
 }
 
+// overloadedOnce is an in-memory upstream whose first call answers status with a Retry-After of
+// retryAfter and every later call 200, while the health route /status answers health.
+func overloadedOnce(status int, retryAfter string, health int) *script {
+	var calls atomic.Int32
+	return &script{answer: func(r *http.Request) (*http.Response, error) {
+		if r.URL.RequestURI() == "/status" {
+			return inMemReply(health, ""), nil
+		}
+		if calls.Add(1) == 1 {
+			return inMemReply(status, "", "Retry-After", retryAfter), nil
+		}
+		return inMemReply(200, ""), nil
+	}}
+}
+
 func (s *script) requests() []*http.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -133,16 +133,7 @@ func TestProbeThatHangsIsGivenUp(t *testing.T) {
 
 func TestNo429WindowIsProbed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var pets int
-		api := &script{answer: func(r *http.Request) (*http.Response, error) {
-			if r.URL.RequestURI() == "/status" {
-				return inMemReply(200, ""), nil
-			}
-			if pets++; pets == 1 {
-				return inMemReply(429, "", "Retry-After", "5"), nil
-			}
-			return inMemReply(200, ""), nil
-		}}
+		api := overloadedOnce(429, "5", 200)
 		run := newRun(t, writeProfile(t, "http://api.test", healthProfile), api)
 		c := newClock()
 		doGet(run, "/pets")
@@ -217,16 +208,7 @@ func TestA503ExtendsAnOpen429Window(t *testing.T) {
 
 func TestAProbeAnswering429MakesA429Window(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var pets int
-		api := &script{answer: func(r *http.Request) (*http.Response, error) {
-			if r.URL.RequestURI() == "/status" {
-				return inMemReply(429, ""), nil
-			}
-			if pets++; pets == 1 {
-				return inMemReply(503, "", "Retry-After", "6"), nil
-			}
-			return inMemReply(200, ""), nil
-		}}
+		api := overloadedOnce(503, "6", 429)
 		run := newRun(t, writeProfile(t, "http://api.test", healthProfile), api)
 		c := newClock()
 		doGet(run, "/pets")
