@@ -1,6 +1,6 @@
 // Package broker makes every API call a guest asks for: it validates the request, checks the
 // run's grant, consults the run's circuit breaker, enforces the budget, injects the credential,
-// forwards, and records a trace entry and counters. One Run serves one run.
+// forwards, and records a trace entry and counters. One Broker serves one run.
 package broker
 
 import (
@@ -38,7 +38,7 @@ const (
 	Failed     Outcome = "failed"
 )
 
-// Config builds a Run.
+// Config builds a Broker.
 type Config struct {
 	Profile   *profiles.Profile
 	Secret    profiles.Secret   // resolved credential; see profiles.Profile.ResolveSecret

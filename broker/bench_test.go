@@ -54,7 +54,7 @@ func BenchmarkGrantMatch(b *testing.B) {
 	}
 }
 
-// BenchmarkShedCall: a whole Run.Call that the open breaker sheds (validate, grant, breaker,
+// BenchmarkShedCall: a whole Broker.Call that the open breaker sheds (validate, grant, breaker,
 // answer, trace entry). The breaker's own decision is benchmarked in breaker/.
 func BenchmarkShedCall(b *testing.B) {
 	rt := rtFunc(func(*http.Request) (*http.Response, error) {
@@ -67,7 +67,7 @@ func BenchmarkShedCall(b *testing.B) {
 	// openRun starts a run whose breaker is open for the next 30 s. A run makes at most
 	// max_host_calls calls, so the benchmark moves to a fresh one after that many: one run of
 	// millions of calls would mostly time the growth of its own trace.
-	var run *broker.Run
+	var run *broker.Broker
 	calls := 0
 	openRun := func() {
 		run, calls = newRun(b, p, rt), 1
@@ -102,8 +102,8 @@ func BenchmarkForwardVsDirect(b *testing.B) {
 	defer tr.CloseIdleConnections()
 
 	p := writeProfile(b, srv.URL+"/v1", realisticRoutes+"budget:\n  calls: 1000\n")
-	newRun := func() *broker.Run {
-		run, err := broker.NewRun(broker.Config{Profile: p, Secret: profiles.NewSecret(secret), Transport: tr})
+	newRun := func() *broker.Broker {
+		run, err := broker.New(broker.Config{Profile: p, Secret: profiles.NewSecret(secret), Transport: tr})
 		if err != nil {
 			b.Fatal(err)
 		}

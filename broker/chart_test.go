@@ -131,7 +131,7 @@ func TestSeedChart(t *testing.T) {
 			profile := chartProfile(t, tc.health)
 			synctest.Test(t, func(t *testing.T) {
 				api := &overloadAPI{start: time.Now(), status: tc.status, retryAfter: tc.retryAfter}
-				run, err := broker.NewRun(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: api})
+				run, err := broker.New(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: api})
 				require.NoError(t, err)
 
 				seen := make([]broker.Response, 80)
@@ -182,7 +182,7 @@ func TestSeedChartProbeTimes(t *testing.T) {
 			}
 			return api.RoundTrip(req)
 		})
-		run, err := broker.NewRun(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: probeTimer})
+		run, err := broker.New(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: probeTimer})
 		require.NoError(t, err)
 		for i := 0; i < 80; i++ {
 			time.Sleep(time.Until(api.start.Add(time.Duration(i) * 100 * time.Millisecond)))
@@ -233,7 +233,7 @@ func TestSeedChartWithLatency(t *testing.T) {
 	profile := chartProfile(t, true)
 	synctest.Test(t, func(t *testing.T) {
 		api := &overloadAPI{start: time.Now(), status: 503, retryAfter: "5", latency: time.Millisecond}
-		run, err := broker.NewRun(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: api})
+		run, err := broker.New(broker.Config{Profile: profile, Secret: profiles.NewSecret("tok"), Transport: api})
 		require.NoError(t, err)
 		for i := 0; i < 80; i++ {
 			time.Sleep(time.Until(api.start.Add(time.Duration(i) * 100 * time.Millisecond)))

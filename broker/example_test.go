@@ -14,7 +14,7 @@ import (
 )
 
 // A run's broker: load a grant profile, resolve its credential, make calls, write the audit.
-func ExampleRun() {
+func ExampleBroker() {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer example-token" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -51,7 +51,7 @@ budget:
 	if err != nil {
 		log.Fatal(err)
 	}
-	run, err := broker.NewRun(broker.Config{Profile: p, Secret: secret, RunID: "example", Tool: "pets.js"})
+	run, err := broker.New(broker.Config{Profile: p, Secret: secret, RunID: "example", Tool: "pets.js"})
 	if err != nil {
 		log.Fatal(err)
 	}

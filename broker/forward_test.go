@@ -400,9 +400,9 @@ func TestForwardUpstreamErrorsPassThrough(t *testing.T) {
 }
 
 func TestNewRunNeedsAProfile(t *testing.T) {
-	_, err := broker.NewRun(broker.Config{})
+	_, err := broker.New(broker.Config{})
 	assert.Error(t, err)
-	r, err := broker.NewRun(broker.Config{Profile: writeProfile(t, "http://a.test", petRoutes)})
+	r, err := broker.New(broker.Config{Profile: writeProfile(t, "http://a.test", petRoutes)})
 	require.NoError(t, err)
 	assert.Len(t, r.ID(), 16, "a random run id when none is given")
 }
@@ -467,7 +467,7 @@ func TestQuotedSecretIsRedacted(t *testing.T) {
 	api := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		rawReply("HTTP/1.1-"+r.Header.Get(credHeader)+"\r\n\r\n")(w, r)
 	})
-	run, err := broker.NewRun(broker.Config{Profile: writeProfile(t, api.URL, petRoutes), Secret: profiles.NewSecret(odd)})
+	run, err := broker.New(broker.Config{Profile: writeProfile(t, api.URL, petRoutes), Secret: profiles.NewSecret(odd)})
 	require.NoError(t, err)
 	raw := run.CallEnvelope(context.Background(), req(t, "GET", "/pets"))
 	g := decodeEnvelope(t, raw)

@@ -58,7 +58,7 @@ func FuzzRouteMatch(f *testing.F) {
 			t.Fatalf("%s vs %s %q: Match says %v, the reference %v", r, method, path, got, want)
 		}
 
-		// The oracle, through a real Run whose upstream records what it was sent.
+		// The oracle, through a real Broker whose upstream records what it was sent.
 		var sent []*http.Request
 		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
 			sent = append(sent, req)
@@ -67,7 +67,7 @@ func FuzzRouteMatch(f *testing.F) {
 		p := &profiles.Profile{Name: "fuzz", BaseURL: base, Routes: []profiles.Route{r},
 			Budget: profiles.Budget{Calls: 10}, Limits: profiles.DefaultLimits,
 			Credential: profiles.Credential{Header: "Authorization"}}
-		run, err := broker.NewRun(broker.Config{Profile: p, Secret: profiles.NewSecret("tok"), Transport: rt})
+		run, err := broker.New(broker.Config{Profile: p, Secret: profiles.NewSecret("tok"), Transport: rt})
 		if err != nil {
 			t.Fatal(err)
 		}

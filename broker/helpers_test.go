@@ -125,9 +125,9 @@ const petRoutes = `routes:
   - GET /pets/*/toys
 `
 
-func newRun(t testing.TB, p *profiles.Profile, rt http.RoundTripper) *broker.Run {
+func newRun(t testing.TB, p *profiles.Profile, rt http.RoundTripper) *broker.Broker {
 	t.Helper()
-	r, err := broker.NewRun(broker.Config{Profile: p, Secret: profiles.NewSecret(secret), Transport: rt,
+	r, err := broker.New(broker.Config{Profile: p, Secret: profiles.NewSecret(secret), Transport: rt,
 		RunID: "run-test", Tool: "tool.js"})
 	require.NoError(t, err)
 	return r
@@ -187,18 +187,18 @@ func envelope(t testing.TB, fields map[string]any) []byte {
 }
 
 // call sends one envelope through the run and decodes the answer.
-func call(t testing.TB, r *broker.Run, raw []byte) guestResponse {
+func call(t testing.TB, r *broker.Broker, raw []byte) guestResponse {
 	t.Helper()
 	return decodeEnvelope(t, r.CallEnvelope(context.Background(), raw))
 }
 
-func get(t testing.TB, r *broker.Run, path string) guestResponse {
+func get(t testing.TB, r *broker.Broker, path string) guestResponse {
 	t.Helper()
 	return call(t, r, envelope(t, map[string]any{"method": "GET", "path": path}))
 }
 
 // traceLines renders the trace as the CLI writes it and checks each entry is one line.
-func traceLines(t testing.TB, r *broker.Run) []string {
+func traceLines(t testing.TB, r *broker.Broker) []string {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, broker.WriteTrace(&buf, r.Trace()))

@@ -29,7 +29,7 @@ func (c clock) at(d time.Duration) {
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func doGet(run *broker.Run, path string, headers ...string) broker.Response {
+func doGet(run *broker.Broker, path string, headers ...string) broker.Response {
 	h := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
 		h.Set(headers[i], headers[i+1])

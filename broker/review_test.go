@@ -73,7 +73,7 @@ func TestLongRefusedPathIsTruncatedCleanly(t *testing.T) {
 	assert.NotContains(t, path, `"`)
 }
 
-// Printing a Run by mistake shows its id and profile, never its credential.
+// Printing a Broker by mistake shows its id and profile, never its credential.
 func TestRunPrintsNoSecret(t *testing.T) {
 	run := newRun(t, writeProfile(t, "http://api.test", petRoutes), rtFunc(nil))
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {

@@ -19,9 +19,9 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-// Run is one run's broker: its grant, credential, breaker, budget, trace and counters. It is safe
+// Broker is one run's broker: its grant, credential, breaker, budget, trace and counters. It is safe
 // for concurrent calls. Decisions are taken under one lock; network I/O happens outside it.
-type Run struct {
+type Broker struct {
 	profile    *profiles.Profile
 	credHeader string   // canonical form
 	credValue  []string // {"Scheme secret"}, shared read-only by every request; nil when none is sent
@@ -53,13 +53,13 @@ var sharedTransport = &http.Transport{
 	ForceAttemptHTTP2:      true,
 }
 
-// NewRun builds a Run. The profile must come from profiles.Load*, so its routes are compiled.
-func NewRun(cfg Config) (*Run, error) {
+// New builds a Broker. The profile must come from profiles.Load*, so its routes are compiled.
+func New(cfg Config) (*Broker, error) {
 	p := cfg.Profile
 	if p == nil || p.BaseURL == nil {
 		return nil, errors.New("broker: a run needs a loaded profile")
 	}
-	r := &Run{
+	r := &Broker{
 		profile:   p,
 		transport: cfg.Transport,
 		now:       cfg.Now,
@@ -116,18 +116,18 @@ func NewRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// String names the run without its credential, so a Run printed by mistake leaks nothing.
-func (r *Run) String() string { return "broker.Run{" + r.runID + " " + r.profile.Name + "}" }
+// String names the run without its credential, so a Broker printed by mistake leaks nothing.
+func (r *Broker) String() string { return "broker.Broker{" + r.runID + " " + r.profile.Name + "}" }
 
 // GoString is String, for %#v.
-func (r *Run) GoString() string { return r.String() }
+func (r *Broker) GoString() string { return r.String() }
 
 // ID is the run id written on the audit line.
-func (r *Run) ID() string { return r.runID }
+func (r *Broker) ID() string { return r.runID }
 
 // CallEnvelope decodes a request envelope strictly, handles it, and returns the encoded response
 // envelope. This is what host_call invokes.
-func (r *Run) CallEnvelope(ctx context.Context, raw []byte) []byte {
+func (r *Broker) CallEnvelope(ctx context.Context, raw []byte) []byte {
 	req, err := DecodeRequest(raw)
 	if err != nil {
 		return EncodeResponse(r.refuse(req, err))
@@ -137,11 +137,11 @@ func (r *Run) CallEnvelope(ctx context.Context, raw []byte) []byte {
 
 // Refuse records a call that was invalid before it could be decoded (over the size cap, out of
 // guest memory) and returns the encoded 400 response envelope.
-func (r *Run) Refuse(reason string) []byte {
+func (r *Broker) Refuse(reason string) []byte {
 	return EncodeResponse(r.refuse(Request{}, invalidf(reason)))
 }
 
-func (r *Run) refuse(req Request, err error) Response {
+func (r *Broker) refuse(req Request, err error) Response {
 	reason := err.Error()
 	var inv *InvalidError
 	if errors.As(err, &inv) {
@@ -155,7 +155,7 @@ func (r *Run) refuse(req Request, err error) Response {
 }
 
 // Call handles one decoded guest call: validate, grant, breaker, budget, forward, record.
-func (r *Run) Call(ctx context.Context, req Request) Response {
+func (r *Broker) Call(ctx context.Context, req Request) Response {
 	if err := Validate(&req, r.credHeader); err != nil {
 		return r.refuse(req, err)
 	}
@@ -175,7 +175,7 @@ func (r *Run) Call(ctx context.Context, req Request) Response {
 
 // admit runs the breaker and budget steps. It returns shed=true with the answer to give when the
 // call must not be forwarded.
-func (r *Run) admit(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
+func (r *Broker) admit(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
 	r.mu.Lock()
 	decision := r.breaker.Decide(t0)
 	r.mu.Unlock()
@@ -203,7 +203,7 @@ func (r *Run) admit(ctx context.Context, entry *TraceEntry, t0 time.Time) (Respo
 	return Response{}, false
 }
 
-func (r *Run) shedReason() string {
+func (r *Broker) shedReason() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.breaker.Is429Window() {
@@ -212,7 +212,7 @@ func (r *Run) shedReason() string {
 	return "breaker open after upstream 503"
 }
 
-func (r *Run) shed(entry TraceEntry, reason string, t0 time.Time) Response {
+func (r *Broker) shed(entry TraceEntry, reason string, t0 time.Time) Response {
 	r.mu.Lock()
 	after := r.breaker.RetryAfter(r.now())
 	r.mu.Unlock()
@@ -227,7 +227,7 @@ func probeResult(status int) string {
 }
 
 // probe sends GET health_check with the run's credential. It is never traced or budgeted.
-func (r *Run) probe(ctx context.Context) (status int, ok bool) {
+func (r *Broker) probe(ctx context.Context) (status int, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, breaker.ProbeTimeout)
 	defer cancel()
 	req, err := r.newUpstreamRequest(ctx, http.MethodGet, r.profile.HealthCheck.Pattern, "", nil, nil)
@@ -250,7 +250,7 @@ func (r *Run) probe(ctx context.Context) (status int, ok bool) {
 }
 
 // forward sends the call upstream with the credential injected and records what came back.
-func (r *Run) forward(runCtx context.Context, req Request, entry TraceEntry, t0 time.Time) Response {
+func (r *Broker) forward(runCtx context.Context, req Request, entry TraceEntry, t0 time.Time) Response {
 	ctx, cancel := context.WithTimeout(runCtx, r.profile.Limits.CallTimeout)
 	defer cancel()
 	up, err := r.newUpstreamRequest(ctx, req.Method, req.Path, req.Query, req.Headers, req.Body)
@@ -278,13 +278,13 @@ func (r *Run) forward(runCtx context.Context, req Request, entry TraceEntry, t0 
 	return r.answer(entry, out, Forwarded, "", t0)
 }
 
-func (r *Run) recordReply(resp *http.Response) {
+func (r *Broker) recordReply(resp *http.Response) {
 	r.mu.Lock()
 	r.breaker.RecordReply(r.now(), resp.StatusCode, resp.Header.Get("Retry-After"))
 	r.mu.Unlock()
 }
 
-func (r *Run) failFromError(runCtx, callCtx context.Context, entry TraceEntry, err error, t0 time.Time) Response {
+func (r *Broker) failFromError(runCtx, callCtx context.Context, entry TraceEntry, err error, t0 time.Time) Response {
 	if runCtx.Err() != nil {
 		return r.fail(entry, http.StatusBadGateway, "call canceled: the run is ending", t0)
 	}
@@ -294,7 +294,7 @@ func (r *Run) failFromError(runCtx, callCtx context.Context, entry TraceEntry, e
 	return r.fail(entry, http.StatusBadGateway, "upstream gave no usable response: "+r.redactString(upstreamErr(err)), t0)
 }
 
-func (r *Run) fail(entry TraceEntry, status int, reason string, t0 time.Time) Response {
+func (r *Broker) fail(entry TraceEntry, status int, reason string, t0 time.Time) Response {
 	return r.answer(entry, ownAnswer(status, Failed, reason, nil), Failed, reason, t0)
 }
 
@@ -309,7 +309,7 @@ func upstreamErr(err error) string {
 	return err.Error()
 }
 
-func (r *Run) newUpstreamRequest(ctx context.Context, method, path, query string, h http.Header, body []byte) (*http.Request, error) {
+func (r *Broker) newUpstreamRequest(ctx context.Context, method, path, query string, h http.Header, body []byte) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "", nil)
 	if err != nil {
 		return nil, err
@@ -336,21 +336,21 @@ func (r *Run) newUpstreamRequest(ctx context.Context, method, path, query string
 	return req, nil
 }
 
-func (r *Run) redactBody(b []byte) []byte {
+func (r *Broker) redactBody(b []byte) []byte {
 	if r.secret == nil || !bytes.Contains(b, r.secret) {
 		return b
 	}
 	return bytes.ReplaceAll(b, r.secret, []byte(Redacted))
 }
 
-func (r *Run) redactString(s string) string {
+func (r *Broker) redactString(s string) string {
 	if r.redactor == nil {
 		return s
 	}
 	return r.redactor.Replace(s)
 }
 
-func (r *Run) redactHeaders(h http.Header) http.Header {
+func (r *Broker) redactHeaders(h http.Header) http.Header {
 	if r.redactor == nil {
 		return h
 	}
@@ -373,7 +373,7 @@ func (r *Run) redactHeaders(h http.Header) http.Header {
 
 // redactName redacts the secret in a header name, whatever its case: the transport canonicalises
 // names ("x-sk-live-abc" arrives as "X-Sk-Live-Abc"), and a name is case-insensitive anyway.
-func (r *Run) redactName(name string) string {
+func (r *Broker) redactName(name string) string {
 	if !isToken(name) {
 		return r.redactor.Replace(name) // a name from the transport is always a token
 	}
@@ -417,14 +417,14 @@ func lowerASCII(c byte) byte {
 }
 
 // answer records the call and returns the guest's answer.
-func (r *Run) answer(entry TraceEntry, resp Response, outcome Outcome, reason string, t0 time.Time) Response {
+func (r *Broker) answer(entry TraceEntry, resp Response, outcome Outcome, reason string, t0 time.Time) Response {
 	entry.Outcome, entry.Status, entry.Reason = outcome, resp.Status, reason
 	r.record(entry, t0, r.now())
 	return resp
 }
 
 // record appends a trace entry and counts it, in one critical section so the two always agree.
-func (r *Run) record(e TraceEntry, t0, t1 time.Time) {
+func (r *Broker) record(e TraceEntry, t0, t1 time.Time) {
 	e.TMs = t0.Sub(r.start).Milliseconds()
 	e.LatencyMs = float64(t1.Sub(t0).Microseconds()) / 1000
 	r.mu.Lock()
@@ -452,20 +452,20 @@ func (r *Run) record(e TraceEntry, t0, t1 time.Time) {
 }
 
 // Trace returns a copy of the trace so far, in call order.
-func (r *Run) Trace() []TraceEntry {
+func (r *Broker) Trace() []TraceEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]TraceEntry(nil), r.trace...)
 }
 
 // Counters returns the tallies so far; after Finish, those of the audit line.
-func (r *Run) Counters() Counters {
+func (r *Broker) Counters() Counters {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.countersLocked()
 }
 
-func (r *Run) countersLocked() Counters {
+func (r *Broker) countersLocked() Counters {
 	if r.finished {
 		return r.final // a late call may still probe or open the breaker; it is not counted
 	}
@@ -475,7 +475,7 @@ func (r *Run) countersLocked() Counters {
 }
 
 // Finish ends the run and returns its audit line. Later calls are answered but not recorded.
-func (r *Run) Finish(status Status, runErr error) Audit {
+func (r *Broker) Finish(status Status, runErr error) Audit {
 	r.mu.Lock()
 	if !r.finished {
 		r.final = r.countersLocked()

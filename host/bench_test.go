@@ -41,7 +41,7 @@ func BenchmarkHostCallGo(b *testing.B) {
 		defer g.mod.Close(context.Background())
 		limits := profiles.DefaultLimits
 		limits.MaxHostCalls = b.N + 1
-		ctx := hostfuncs.WithRun(context.Background(), hostfuncs.NewRun(fixedBroker{answer}, limits))
+		ctx := hostfuncs.WithSession(context.Background(), hostfuncs.NewSession(fixedBroker{answer}, limits))
 		inst, err := instantiate(ctx, rt.r, g.mod, 1<<30, nil)
 		require.NoError(b, err)
 		defer inst.close(ctx)

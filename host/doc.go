@@ -12,7 +12,7 @@
 //     runtime reads), stdout and stderr are captured up to their caps, sleeps end at the run's
 //     deadline, memory may grow up to limits.memory;
 //   - calls run (a reactor) or _start (a command) with a context that carries the host-function
-//     state (hostfuncs.WithRun) and ends at limits.run_timeout or the caller's deadline;
+//     state (hostfuncs.WithSession) and ends at limits.run_timeout or the caller's deadline;
 //   - closes the instance, and returns the output, log, trace and exactly one audit.
 //
 // The guest sees no filesystem, arguments or environment; the real wall and monotonic clocks;

@@ -377,8 +377,8 @@ func (rt *Runtime) enter() bool {
 	return true
 }
 
-func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret) (*broker.Run, error) {
-	return broker.NewRun(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
+func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret) (*broker.Broker, error) {
+	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
 		Now: rt.opts.Now, RunID: runID, Tool: tool.Name})
 }
 
@@ -399,7 +399,7 @@ func unbrokered(runID string, tool Tool, err error) Result {
 }
 
 // execute runs the guest and says how it ended.
-func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *profiles.Profile, input []byte) (out, log []byte, err error) {
+func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte) (out, log []byte, err error) {
 	limits := p.Limits.OrDefaults() // a profile built in code may leave fields zero
 	var g *guest
 	var stdin []byte
@@ -440,8 +440,8 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *pro
 	defer cancel()
 	stdout := &capped{max: limits.MaxOutputBytes, what: "output", field: "limits.max_output_bytes", stop: stop}
 	stderr := &capped{max: limits.MaxLogBytes, what: "log", field: "limits.max_log_bytes", stop: stop}
-	calls := hostfuncs.NewRun(b, limits)
-	callCtx := hostfuncs.WithRun(runCtx, calls)
+	calls := hostfuncs.NewSession(b, limits)
+	callCtx := hostfuncs.WithSession(runCtx, calls)
 
 	var inst *instance
 	if tool.isJS {
@@ -480,7 +480,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Run, tool Tool, p *pro
 // outcome says how a guest call ended. Checks run from the most specific cause to the least: a
 // limit the host enforced, the guest's own result, the run's context, a refused memory growth,
 // and last the exit code or trap.
-func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Run, stdout, stderr *capped,
+func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Session, stdout, stderr *capped,
 	mem *memory, ret int32, callErr error) error {
 	if err := calls.Err(); err != nil {
 		return callLimit(err)

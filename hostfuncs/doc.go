@@ -2,8 +2,8 @@
 // import module with host_call and host_response, and the check that a guest imports nothing else.
 //
 // One runtime defines the module once (Instantiate). Which run a call belongs to travels in the
-// context that the host passes to the guest's exported function: WithRun attaches a *Run, and
-// host_call hands the request bytes to that run's broker. A guest is single-threaded, so a Run is
+// context that the host passes to the guest's exported function: WithSession attaches a *Session, and
+// host_call hands the request bytes to that run's broker. A guest is single-threaded, so a Session is
 // used by one goroutine at a time; the host reads its state only after the guest returns.
 //
 // Return codes, as i32, beyond those in ABI.md:

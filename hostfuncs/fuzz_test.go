@@ -66,10 +66,10 @@ func FuzzHostCallBounds(f *testing.F) {
 		b := &fakeBroker{answer: bytes.Repeat([]byte{'A'}, int(answerLen%(3*wazerotest.PageSize)))}
 		limits := profiles.DefaultLimits
 		limits.MaxRequestBytes = int64(maxRequest) + 1
-		run := NewRun(b, limits)
+		run := NewSession(b, limits)
 		mod := &strictModule{Module: wazerotest.NewModule(mem)}
 		mod.mem = &strictMemory{Memory: mod.Module.Memory(), t: t}
-		ctx := WithRun(context.Background(), run)
+		ctx := WithSession(context.Background(), run)
 
 		stack := []uint64{api.EncodeU32(reqPtr), api.EncodeU32(reqLen), api.EncodeU32(respPtr), api.EncodeU32(respCap)}
 		hostCall(ctx, mod, stack)

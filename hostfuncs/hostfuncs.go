@@ -20,11 +20,11 @@ const (
 	CodeBounds    int32 = -1 // a pointer/length pair lies outside guest memory
 	CodeNoPending int32 = -2 // host_response: there is no pending response
 	CodeTooSmall  int32 = -3 // host_response: the buffer is smaller than the pending response
-	CodeNoRun     int32 = -4 // no Run in the call's context; nothing was recorded
+	CodeNoRun     int32 = -4 // no Session in the call's context; nothing was recorded
 )
 
 // LimitExitCode is the exit code a guest is closed with when it goes over limits.max_host_calls.
-// The host reads the reason from Run.Err, not from the code.
+// The host reads the reason from Session.Err, not from the code.
 const LimitExitCode uint32 = 0xfffffff0
 
 // Broker is the part of a broker run that the host functions use.
@@ -44,9 +44,9 @@ func (e *CallLimitError) Error() string {
 	return fmt.Sprintf("host call limit limits.max_host_calls (%d) reached", e.Max)
 }
 
-// Run is the host-function state of one run: its broker, its caps, the pending response and the
-// number of calls made. Attach it to the guest call's context with WithRun.
-type Run struct {
+// Session is the host-function state of one run: its broker, its caps, the pending response and the
+// number of calls made. Attach it to the guest call's context with WithSession.
+type Session struct {
 	broker     Broker
 	maxRequest int64
 	maxCalls   int
@@ -57,10 +57,10 @@ type Run struct {
 	err        error
 }
 
-// NewRun builds the state for one run. It uses limits.max_request_bytes and
+// NewSession builds the state for one run. It uses limits.max_request_bytes and
 // limits.max_host_calls; a zero cap means the default from profiles.DefaultLimits.
-func NewRun(b Broker, limits profiles.Limits) *Run {
-	r := &Run{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls}
+func NewSession(b Broker, limits profiles.Limits) *Session {
+	r := &Session{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls}
 	if r.maxRequest <= 0 {
 		r.maxRequest = profiles.DefaultLimits.MaxRequestBytes
 	}
@@ -71,22 +71,22 @@ func NewRun(b Broker, limits profiles.Limits) *Run {
 }
 
 // Calls is the number of host_call invocations made so far, refused ones included.
-func (r *Run) Calls() int { return r.calls }
+func (r *Session) Calls() int { return r.calls }
 
 // Err is the limit the guest was stopped for (a *CallLimitError), or nil.
-func (r *Run) Err() error { return r.err }
+func (r *Session) Err() error { return r.err }
 
 type runKey struct{}
 
-// WithRun returns a context that routes the guest's host calls to r. Pass it to the guest's
+// WithSession returns a context that routes the guest's host calls to r. Pass it to the guest's
 // exported function (run, _start) so that host_call sees it.
-func WithRun(ctx context.Context, r *Run) context.Context {
+func WithSession(ctx context.Context, r *Session) context.Context {
 	return context.WithValue(ctx, runKey{}, r)
 }
 
-// RunFrom returns the Run attached to ctx, or nil.
-func RunFrom(ctx context.Context) *Run {
-	r, _ := ctx.Value(runKey{}).(*Run)
+// SessionFrom returns the Session attached to ctx, or nil.
+func SessionFrom(ctx context.Context) *Session {
+	r, _ := ctx.Value(runKey{}).(*Session)
 	return r
 }
 
@@ -114,7 +114,7 @@ func Instantiate(ctx context.Context, r wazero.Runtime) error {
 
 // hostCall is host_call(req_ptr, req_len, resp_ptr, resp_cap) -> i32.
 func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
-	r := RunFrom(ctx)
+	r := SessionFrom(ctx)
 	if r == nil {
 		stack[0] = api.EncodeI32(CodeNoRun)
 		return
@@ -125,7 +125,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 
 // hostResponse is host_response(ptr, cap) -> i32.
 func hostResponse(ctx context.Context, mod api.Module, stack []uint64) {
-	r := RunFrom(ctx)
+	r := SessionFrom(ctx)
 	if r == nil {
 		stack[0] = api.EncodeI32(CodeNoRun)
 		return
@@ -133,7 +133,7 @@ func hostResponse(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = api.EncodeI32(r.fetch(mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
 }
 
-func (r *Run) call(ctx context.Context, mod api.Module, reqPtr, reqLen, respPtr, respCap uint32) int32 {
+func (r *Session) call(ctx context.Context, mod api.Module, reqPtr, reqLen, respPtr, respCap uint32) int32 {
 	r.pending, r.hasPending = nil, false // an unfetched response is dropped by the next call
 	if r.calls >= r.maxCalls {
 		r.stop(ctx, mod)
@@ -182,7 +182,7 @@ func (r *Run) call(ctx context.Context, mod api.Module, reqPtr, reqLen, respPtr,
 	return int32(n)
 }
 
-func (r *Run) fetch(mod api.Module, ptr, capacity uint32) int32 {
+func (r *Session) fetch(mod api.Module, ptr, capacity uint32) int32 {
 	if !r.hasPending {
 		return CodeNoPending
 	}
@@ -201,7 +201,7 @@ func (r *Run) fetch(mod api.Module, ptr, capacity uint32) int32 {
 
 // stop ends the guest: it records the limit, closes the module so that nothing else in it runs, and
 // unwinds the guest's stack the way proc_exit does.
-func (r *Run) stop(ctx context.Context, mod api.Module) {
+func (r *Session) stop(ctx context.Context, mod api.Module) {
 	r.err = &CallLimitError{Max: r.maxCalls}
 	_ = mod.CloseWithExitCode(ctx, LimitExitCode)
 	panic(sys.NewExitError(LimitExitCode))

@@ -40,15 +40,15 @@ type guest struct {
 	mod    *wazerotest.Module
 	mem    *wazerotest.Memory
 	broker *fakeBroker
-	run    *Run
+	run    *Session
 	ctx    context.Context
 }
 
 func newGuest(t *testing.T, limits profiles.Limits) *guest {
 	mem := wazerotest.NewFixedMemory(memSize)
 	b := &fakeBroker{answer: []byte(`{"status":200,"headers":{},"body":"0123456789"}`)}
-	r := NewRun(b, limits)
-	return &guest{t: t, mod: wazerotest.NewModule(mem), mem: mem, broker: b, run: r, ctx: WithRun(context.Background(), r)}
+	r := NewSession(b, limits)
+	return &guest{t: t, mod: wazerotest.NewModule(mem), mem: mem, broker: b, run: r, ctx: WithSession(context.Background(), r)}
 }
 
 func (g *guest) hostCall(reqPtr, reqLen, respPtr, respCap uint32) int32 {
@@ -244,7 +244,7 @@ func TestNoRunInContext(t *testing.T) {
 
 func TestNoMemory(t *testing.T) {
 	b := &fakeBroker{}
-	ctx := WithRun(context.Background(), NewRun(b, profiles.DefaultLimits))
+	ctx := WithSession(context.Background(), NewSession(b, profiles.DefaultLimits))
 	stack := []uint64{0, 0, 0, 0}
 	hostCall(ctx, wazerotest.NewModule(nil), stack)
 	require.Equal(t, CodeBounds, api.DecodeI32(stack[0]))
@@ -252,7 +252,7 @@ func TestNoMemory(t *testing.T) {
 }
 
 func TestZeroLimitsMeanDefaults(t *testing.T) {
-	r := NewRun(&fakeBroker{}, profiles.Limits{})
+	r := NewSession(&fakeBroker{}, profiles.Limits{})
 	require.Equal(t, profiles.DefaultLimits.MaxRequestBytes, r.maxRequest)
 	require.Equal(t, profiles.DefaultLimits.MaxHostCalls, r.maxCalls)
 }

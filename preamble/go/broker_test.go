@@ -24,7 +24,7 @@ import (
 // withBroker routes this package's calls to a real broker run in front of handler, for the length
 // of the test. The Go preamble's logic is thereby tested natively; the wasm build is tested by the
 // conformance suite.
-func withBroker(t *testing.T, handler http.HandlerFunc, profileExtra string) *broker.Run {
+func withBroker(t *testing.T, handler http.HandlerFunc, profileExtra string) *broker.Broker {
 	t.Helper()
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
@@ -34,7 +34,7 @@ func withBroker(t *testing.T, handler http.HandlerFunc, profileExtra string) *br
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 	p, err := profiles.LoadFile(path)
 	require.NoError(t, err)
-	run, err := broker.NewRun(broker.Config{Profile: p, Secret: profiles.NewSecret("tok")})
+	run, err := broker.New(broker.Config{Profile: p, Secret: profiles.NewSecret("tok")})
 	require.NoError(t, err)
 	old := roundTrip
 	roundTrip = (&conn{abi: &brokerABI{run: run}}).exchange
@@ -44,7 +44,7 @@ func withBroker(t *testing.T, handler http.HandlerFunc, profileExtra string) *br
 
 // brokerABI plays the host's side of the ABI over a broker run, two-step rule included.
 type brokerABI struct {
-	run     *broker.Run
+	run     *broker.Broker
 	pending []byte
 }
 
