@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,24 +223,11 @@ func matchHeader(m HeaderMatch, vals []string) string {
 			return fmt.Sprintf("expected one value containing %q, observed %s", m.Contains, quoteList(vals))
 		}
 	default:
-		if !sameStrings(m.Values, vals) {
+		if !slices.Equal(m.Values, vals) {
 			return fmt.Sprintf("expected %s, observed %s", quoteList(m.Values), quoteList(vals))
 		}
 	}
 	return ""
-}
-
-// sameStrings compares two lists, nil and empty alike.
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func quoteList(vals []string) string {
@@ -462,7 +450,7 @@ func (d *differ) query(label string, want *Query, raw string) {
 	seen := map[string]bool{}
 	for _, p := range want.Params {
 		seen[p.Name] = true
-		if !sameStrings(got[p.Name], p.Values) {
+		if !slices.Equal(got[p.Name], p.Values) {
 			d.add("%s: query %s: expected %s, observed %s (raw query %q)", label, p.Name, quoteList(p.Values), quoteList(got[p.Name]), raw)
 		}
 	}

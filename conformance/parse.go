@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/plimsoll/plimsoll/abi"
 )
 
 // ParseError is a refused scenario file: it names the file, the line and the field.
@@ -26,8 +29,14 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Reason)
 }
 
-var outcomes = map[string]bool{"forwarded": true, "shed": true, "denied": true, "over_budget": true,
-	"invalid": true, "failed": true}
+// outcomes is every outcome name a scenario may expect.
+var outcomes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, o := range abi.Outcomes {
+		m[o] = true
+	}
+	return m
+}()
 
 var methods = map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true,
 	"DELETE": true, "OPTIONS": true}
@@ -90,7 +99,7 @@ type pair struct {
 func (d *decoder) fields(n *yaml.Node, field string, known ...string) map[string]*yaml.Node {
 	out := map[string]*yaml.Node{}
 	for _, p := range d.mapping(n, field) {
-		if !contains(known, p.key) {
+		if !slices.Contains(known, p.key) {
 			d.fail(p.val, join(field, p.key), "unknown field (known: %s)", strings.Join(known, ", "))
 			continue
 		}
@@ -452,7 +461,7 @@ func (d *decoder) query(n *yaml.Node, field string) *Query {
 
 func (d *decoder) expect(n *yaml.Node, field string) Expect {
 	f := d.fields(n, field, "status", "outcome", "ok", "headers", "body")
-	e := Expect{Outcome: "forwarded"}
+	e := Expect{Outcome: abi.Forwarded}
 	if f["status"] == nil {
 		d.fail(n, join(field, "status"), "is required")
 		return e
@@ -464,7 +473,7 @@ func (d *decoder) expect(n *yaml.Node, field string) Expect {
 			d.fail(o, join(field, "outcome"), "%q is not an outcome (forwarded, shed, denied, over_budget, invalid, failed)", e.Outcome)
 		}
 	}
-	e.OK = e.Outcome == "forwarded" && e.Status >= 200 && e.Status <= 299
+	e.OK = e.Outcome == abi.Forwarded && e.Status >= 200 && e.Status <= 299
 	if o := f["ok"]; o != nil {
 		e.OK = d.boolean(o, join(field, "ok"))
 	}
@@ -617,15 +626,6 @@ func kind(n *yaml.Node) string {
 		return strconv.Quote(n.Value)
 	}
 	return "an alias or document"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func join(prefix, field string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental/wazerotest"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -79,7 +80,7 @@ func FuzzHostCallBounds(f *testing.F) {
 		var want []byte // the response envelope, when there is one
 		switch {
 		case !inside(reqPtr, reqLen, fuzzMemSize) || !inside(respPtr, respCap, fuzzMemSize):
-			if n != CodeBounds || len(b.requests) != 0 || len(b.refusals) != 1 {
+			if n != abi.ErrBounds || len(b.requests) != 0 || len(b.refusals) != 1 {
 				t.Fatalf("out of bounds: got %d, %d requests, %d refusals", n, len(b.requests), len(b.refusals))
 			}
 			requireUnchanged(t, before, mem.Bytes, 0, 0)
@@ -98,7 +99,7 @@ func FuzzHostCallBounds(f *testing.F) {
 			want = b.answer
 		}
 		if want == nil {
-			if got := fetch(ctx, mod, fetchPtr, fetchCap); got != CodeNoPending {
+			if got := fetch(ctx, mod, fetchPtr, fetchCap); got != abi.ErrNoPending {
 				t.Fatalf("host_response after a bounds error: %d, want ERR_NO_PENDING", got)
 			}
 			return
@@ -111,7 +112,7 @@ func FuzzHostCallBounds(f *testing.F) {
 			if !bytes.Equal(mem.Bytes[respPtr:respPtr+uint32(n)], want) {
 				t.Fatal("the response was not written where the guest asked")
 			}
-			if got := fetch(ctx, mod, fetchPtr, fetchCap); got != CodeNoPending {
+			if got := fetch(ctx, mod, fetchPtr, fetchCap); got != abi.ErrNoPending {
 				t.Fatalf("host_response after a delivered response: %d, want ERR_NO_PENDING", got)
 			}
 			return
@@ -122,11 +123,11 @@ func FuzzHostCallBounds(f *testing.F) {
 		got := fetch(ctx, mod, fetchPtr, fetchCap)
 		switch {
 		case !inside(fetchPtr, fetchCap, fuzzMemSize):
-			if got != CodeBounds {
+			if got != abi.ErrBounds {
 				t.Fatalf("host_response out of bounds: %d, want ERR_BOUNDS", got)
 			}
 		case fetchCap < uint32(n):
-			if got != CodeTooSmall {
+			if got != abi.ErrTooSmall {
 				t.Fatalf("host_response into %d bytes for %d: %d, want ERR_TOO_SMALL", fetchCap, n, got)
 			}
 		default:
@@ -137,7 +138,7 @@ func FuzzHostCallBounds(f *testing.F) {
 			if !bytes.Equal(mem.Bytes[fetchPtr:fetchPtr+uint32(n)], want) {
 				t.Fatal("the pending response was not written where the guest asked")
 			}
-			if again := fetch(ctx, mod, fetchPtr, fetchCap); again != CodeNoPending {
+			if again := fetch(ctx, mod, fetchPtr, fetchCap); again != abi.ErrNoPending {
 				t.Fatalf("a fetched response was delivered twice: %d", again)
 			}
 			return
@@ -147,7 +148,7 @@ func FuzzHostCallBounds(f *testing.F) {
 		got = fetch(ctx, mod, 0, fuzzMemSize)
 		switch {
 		case uint32(n) > fuzzMemSize:
-			if got != CodeTooSmall {
+			if got != abi.ErrTooSmall {
 				t.Fatalf("host_response of %d bytes into all of memory: %d, want ERR_TOO_SMALL", n, got)
 			}
 		case got != n || !bytes.Equal(mem.Bytes[:n], want):

@@ -9,18 +9,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/profiles"
-)
-
-// ModuleName is the import module the guest ABI defines.
-const ModuleName = "plimsoll"
-
-// Return codes of host_call and host_response. Non-negative returns are envelope lengths.
-const (
-	CodeBounds    int32 = -1 // a pointer/length pair lies outside guest memory
-	CodeNoPending int32 = -2 // host_response: there is no pending response
-	CodeTooSmall  int32 = -3 // host_response: the buffer is smaller than the pending response
-	CodeNoRun     int32 = -4 // no Session in the call's context; nothing was recorded
 )
 
 // LimitExitCode is the exit code a guest is closed with when it goes over limits.max_host_calls.
@@ -58,16 +48,10 @@ type Session struct {
 }
 
 // NewSession builds the state for one run. It uses limits.max_request_bytes and
-// limits.max_host_calls; a zero cap means the default from profiles.DefaultLimits.
+// limits.max_host_calls; a zero cap means the default (profiles.Limits.OrDefaults).
 func NewSession(b Broker, limits profiles.Limits) *Session {
-	r := &Session{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls}
-	if r.maxRequest <= 0 {
-		r.maxRequest = profiles.DefaultLimits.MaxRequestBytes
-	}
-	if r.maxCalls <= 0 {
-		r.maxCalls = profiles.DefaultLimits.MaxHostCalls
-	}
-	return r
+	limits = limits.OrDefaults()
+	return &Session{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls}
 }
 
 // Calls is the number of host_call invocations made so far, refused ones included.
@@ -90,33 +74,43 @@ func SessionFrom(ctx context.Context) *Session {
 	return r
 }
 
-// Instantiate defines the plimsoll module in r. Call it once per wazero runtime, before any guest
-// is instantiated.
+// Instantiate defines the plimsoll module in r, with the functions and signatures abi.Funcs
+// lists. Call it once per wazero runtime, before any guest is instantiated.
 func Instantiate(ctx context.Context, r wazero.Runtime) error {
-	i32 := api.ValueTypeI32
-	_, err := r.NewHostModuleBuilder(ModuleName).
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostCall), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("req_ptr", "req_len", "resp_ptr", "resp_cap").
-		WithResultNames("n").
-		Export("host_call").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostResponse), []api.ValueType{i32, i32}, []api.ValueType{i32}).
-		WithParameterNames("ptr", "cap").
-		WithResultNames("n").
-		Export("host_response").
-		Instantiate(ctx)
-	if err != nil {
-		return fmt.Errorf("define the %s host module: %w", ModuleName, err)
+	b := r.NewHostModuleBuilder(abi.Module)
+	for _, f := range abi.Funcs {
+		b = b.NewFunctionBuilder().
+			WithGoModuleFunction(implementations[f.Name], valueTypes(f.Params), valueTypes(f.Results)).
+			WithParameterNames(f.ParamNames...).
+			WithResultNames(f.ResultNames...).
+			Export(f.Name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("define the %s host module: %w", abi.Module, err)
 	}
 	return nil
+}
+
+// implementations holds the Go function behind each of abi.Funcs.
+var implementations = map[string]api.GoModuleFunc{
+	abi.HostCall:     hostCall,
+	abi.HostResponse: hostResponse,
+}
+
+// valueTypes converts the ABI's value types to wazero's; both use the binary format's encoding.
+func valueTypes(ts []abi.ValueType) []api.ValueType {
+	out := make([]api.ValueType, len(ts))
+	for i, t := range ts {
+		out[i] = api.ValueType(t)
+	}
+	return out
 }
 
 // hostCall is host_call(req_ptr, req_len, resp_ptr, resp_cap) -> i32.
 func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 	r := SessionFrom(ctx)
 	if r == nil {
-		stack[0] = api.EncodeI32(CodeNoRun)
+		stack[0] = api.EncodeI32(abi.ErrNoRun)
 		return
 	}
 	n := r.call(ctx, mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
@@ -127,7 +121,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 func hostResponse(ctx context.Context, mod api.Module, stack []uint64) {
 	r := SessionFrom(ctx)
 	if r == nil {
-		stack[0] = api.EncodeI32(CodeNoRun)
+		stack[0] = api.EncodeI32(abi.ErrNoRun)
 		return
 	}
 	stack[0] = api.EncodeI32(r.fetch(mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1])))
@@ -143,18 +137,18 @@ func (r *Session) call(ctx context.Context, mod api.Module, reqPtr, reqLen, resp
 	mem := mod.Memory()
 	if mem == nil {
 		r.broker.Refuse("the guest has no memory to exchange envelopes through")
-		return CodeBounds
+		return abi.ErrBounds
 	}
 	size := uint64(mem.Size())
 	if !inside(reqPtr, reqLen, size) {
 		r.broker.Refuse(fmt.Sprintf("request envelope at [%d, %d) lies outside guest memory (%d bytes)",
 			reqPtr, uint64(reqPtr)+uint64(reqLen), size))
-		return CodeBounds
+		return abi.ErrBounds
 	}
 	if !inside(respPtr, respCap, size) {
 		r.broker.Refuse(fmt.Sprintf("response buffer at [%d, %d) lies outside guest memory (%d bytes)",
 			respPtr, uint64(respPtr)+uint64(respCap), size))
-		return CodeBounds
+		return abi.ErrBounds
 	}
 
 	var resp []byte
@@ -172,7 +166,7 @@ func (r *Session) call(ctx context.Context, mod api.Module, reqPtr, reqLen, resp
 	n := len(resp)
 	if n > math.MaxInt32 {
 		// No wasm32 guest could hold it, and the length cannot be returned as an i32.
-		return CodeBounds
+		return abi.ErrBounds
 	}
 	if uint32(n) <= respCap {
 		mem.Write(respPtr, resp)
@@ -184,15 +178,15 @@ func (r *Session) call(ctx context.Context, mod api.Module, reqPtr, reqLen, resp
 
 func (r *Session) fetch(mod api.Module, ptr, capacity uint32) int32 {
 	if !r.hasPending {
-		return CodeNoPending
+		return abi.ErrNoPending
 	}
 	mem := mod.Memory()
 	if mem == nil || !inside(ptr, capacity, uint64(mem.Size())) {
-		return CodeBounds
+		return abi.ErrBounds
 	}
 	n := len(r.pending)
 	if uint32(n) > capacity {
-		return CodeTooSmall
+		return abi.ErrTooSmall
 	}
 	mem.Write(ptr, r.pending)
 	r.pending, r.hasPending = nil, false

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/wazerotest"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -87,7 +88,7 @@ func TestHostCallDeliversResponseThatFits(t *testing.T) {
 	require.Equal(t, string(g.broker.answer), g.read(4096, uint32(got)))
 	require.Equal(t, []string{request}, requestsOf(g.broker))
 	require.Equal(t, 1, g.run.Calls())
-	require.Equal(t, CodeNoPending, g.hostResponse(4096, 1024), "a delivered response is not pending")
+	require.Equal(t, abi.ErrNoPending, g.hostResponse(4096, 1024), "a delivered response is not pending")
 }
 
 func TestHostCallGivesTheBrokerItsOwnCopy(t *testing.T) {
@@ -114,14 +115,14 @@ func TestTwoStepFetch(t *testing.T) {
 	require.Equal(t, strings.Repeat("\x00", int(size)), g.read(4096, size))
 
 	// When the guest offers a buffer still too small, or out of bounds, the response is kept
-	require.Equal(t, CodeTooSmall, g.hostResponse(4096, size-1))
-	require.Equal(t, CodeBounds, g.hostResponse(memSize-4, size))
-	require.Equal(t, CodeBounds, g.hostResponse(0xffffffff, 2), "ptr+cap wraps around 2^32")
+	require.Equal(t, abi.ErrTooSmall, g.hostResponse(4096, size-1))
+	require.Equal(t, abi.ErrBounds, g.hostResponse(memSize-4, size))
+	require.Equal(t, abi.ErrBounds, g.hostResponse(0xffffffff, 2), "ptr+cap wraps around 2^32")
 
 	// And a buffer of the right size receives it, once
 	require.Equal(t, int32(size), g.hostResponse(8192, size))
 	require.Equal(t, want, g.read(8192, size))
-	require.Equal(t, CodeNoPending, g.hostResponse(8192, size))
+	require.Equal(t, abi.ErrNoPending, g.hostResponse(8192, size))
 }
 
 func TestUnfetchedResponseIsDroppedByTheNextCall(t *testing.T) {
@@ -133,12 +134,12 @@ func TestUnfetchedResponseIsDroppedByTheNextCall(t *testing.T) {
 	got := g.hostCall(100, n, 4096, 1024)
 
 	require.Equal(t, int32(len(g.broker.answer)), got)
-	require.Equal(t, CodeNoPending, g.hostResponse(4096, 1024))
+	require.Equal(t, abi.ErrNoPending, g.hostResponse(4096, 1024))
 }
 
 func TestNoPendingBeforeAnyCall(t *testing.T) {
 	g := newGuest(t, profiles.DefaultLimits)
-	require.Equal(t, CodeNoPending, g.hostResponse(0, 16))
+	require.Equal(t, abi.ErrNoPending, g.hostResponse(0, 16))
 }
 
 func TestOutOfBoundsIsRefusedAndRecorded(t *testing.T) {
@@ -160,12 +161,12 @@ func TestOutOfBoundsIsRefusedAndRecorded(t *testing.T) {
 
 			got := g.hostCall(tc.reqPtr, tc.reqLen, tc.respPtr, tc.respCap)
 
-			require.Equal(t, CodeBounds, got)
+			require.Equal(t, abi.ErrBounds, got)
 			require.Empty(t, g.broker.requests, "nothing reaches the broker's call path")
 			require.Len(t, g.broker.refusals, 1, "the call is recorded as invalid")
 			require.Contains(t, g.broker.refusals[0], tc.reason)
 			require.Contains(t, g.broker.refusals[0], "outside guest memory (131072 bytes)")
-			require.Equal(t, CodeNoPending, g.hostResponse(0, 1024), "nothing is pending after a bounds error")
+			require.Equal(t, abi.ErrNoPending, g.hostResponse(0, 1024), "nothing is pending after a bounds error")
 		})
 	}
 }
@@ -210,7 +211,7 @@ func TestMaxHostCallsStopsTheGuest(t *testing.T) {
 	g := newGuest(t, limits)
 	n := g.put(100, request)
 	require.Positive(t, g.hostCall(100, n, 4096, 1024))
-	require.Equal(t, CodeBounds, g.hostCall(memSize, 1, 0, 0), "refused calls count too")
+	require.Equal(t, abi.ErrBounds, g.hostCall(memSize, 1, 0, 0), "refused calls count too")
 
 	var exit *sys.ExitError
 	func() {
@@ -235,11 +236,11 @@ func TestNoRunInContext(t *testing.T) {
 	mod := wazerotest.NewModule(wazerotest.NewFixedMemory(memSize))
 	stack := []uint64{0, 2, 0, 16}
 	hostCall(context.Background(), mod, stack)
-	require.Equal(t, CodeNoRun, api.DecodeI32(stack[0]))
+	require.Equal(t, abi.ErrNoRun, api.DecodeI32(stack[0]))
 
 	stack = []uint64{0, 16}
 	hostResponse(context.Background(), mod, stack)
-	require.Equal(t, CodeNoRun, api.DecodeI32(stack[0]))
+	require.Equal(t, abi.ErrNoRun, api.DecodeI32(stack[0]))
 }
 
 func TestNoMemory(t *testing.T) {
@@ -247,7 +248,7 @@ func TestNoMemory(t *testing.T) {
 	ctx := WithSession(context.Background(), NewSession(b, profiles.DefaultLimits))
 	stack := []uint64{0, 0, 0, 0}
 	hostCall(ctx, wazerotest.NewModule(nil), stack)
-	require.Equal(t, CodeBounds, api.DecodeI32(stack[0]))
+	require.Equal(t, abi.ErrBounds, api.DecodeI32(stack[0]))
 	require.Len(t, b.refusals, 1)
 }
 

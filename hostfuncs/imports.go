@@ -2,14 +2,14 @@ package hostfuncs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-)
 
-// WASIModuleName is the WASI preview 1 import module, the only other module a guest may import.
-const WASIModuleName = "wasi_snapshot_preview1"
+	"github.com/plimsoll/plimsoll/abi"
+)
 
 // ImportError says which import of a guest plimsoll refuses, and why.
 type ImportError struct {
@@ -21,14 +21,12 @@ func (e *ImportError) Error() string {
 	if e.Reason != "" {
 		return fmt.Sprintf("guest imports %s.%s %s", e.Module, e.Name, e.Reason)
 	}
-	return fmt.Sprintf("guest imports %s.%s, which plimsoll does not provide (allowed: %s, %s.host_call, %s.host_response)",
-		e.Module, e.Name, WASIModuleName, ModuleName, ModuleName)
-}
-
-// abiTypes are the signatures of the plimsoll module's functions.
-var abiTypes = map[string]struct{ params, results []api.ValueType }{
-	"host_call":     {params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, results: []api.ValueType{api.ValueTypeI32}},
-	"host_response": {params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, results: []api.ValueType{api.ValueTypeI32}},
+	allowed := []string{abi.WASIModule}
+	for _, f := range abi.Funcs {
+		allowed = append(allowed, abi.Module+"."+f.Name)
+	}
+	return fmt.Sprintf("guest imports %s.%s, which plimsoll does not provide (allowed: %s)",
+		e.Module, e.Name, strings.Join(allowed, ", "))
 }
 
 // CheckImports refuses a compiled guest that imports anything but WASI functions and the plimsoll
@@ -42,34 +40,23 @@ func CheckImports(m wazero.CompiledModule) error {
 	for _, def := range m.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		switch mod {
-		case WASIModuleName:
+		case abi.WASIModule:
 			continue
-		case ModuleName:
-			want, ok := abiTypes[name]
+		case abi.Module:
+			want, ok := abi.Lookup(name)
 			if !ok {
 				break
 			}
-			if !sameTypes(def.ParamTypes(), want.params) || !sameTypes(def.ResultTypes(), want.results) {
+			params, results := valueTypes(want.Params), valueTypes(want.Results)
+			if !slices.Equal(def.ParamTypes(), params) || !slices.Equal(def.ResultTypes(), results) {
 				return &ImportError{Module: mod, Name: name, Reason: fmt.Sprintf("as %s, but the ABI defines it as %s",
-					signature(def.ParamTypes(), def.ResultTypes()), signature(want.params, want.results))}
+					signature(def.ParamTypes(), def.ResultTypes()), signature(params, results))}
 			}
 			continue
 		}
 		return &ImportError{Module: mod, Name: name}
 	}
 	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func signature(params, results []api.ValueType) string {

@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/guests/testguest"
 )
 
@@ -71,15 +72,15 @@ func TestCheckImports(t *testing.T) {
 		{"the Go test guest", testguest.Wasm(), ""},
 		{"WASI and host_call", module(hostCallType,
 			importSpec{"wasi_snapshot_preview1", "fd_write", funcOfType0},
-			importSpec{"plimsoll", "host_call", funcOfType0}), ""},
+			importSpec{abi.Module, abi.HostCall, funcOfType0}), ""},
 		{"an unknown plimsoll function", module(hostCallType,
-			importSpec{"plimsoll", "host_exec", funcOfType0}),
+			importSpec{abi.Module, "host_exec", funcOfType0}),
 			"guest imports plimsoll.host_exec, which plimsoll does not provide"},
 		{"host_call with the wrong type", module([]byte{0x00, 0x00},
-			importSpec{"plimsoll", "host_call", funcOfType0}),
+			importSpec{abi.Module, abi.HostCall, funcOfType0}),
 			"guest imports plimsoll.host_call as () -> (), but the ABI defines it as (i32, i32, i32, i32) -> (i32)"},
 		{"host_response with host_call's type", module(hostCallType,
-			importSpec{"plimsoll", "host_response", funcOfType0}),
+			importSpec{abi.Module, abi.HostResponse, funcOfType0}),
 			"guest imports plimsoll.host_response as (i32, i32, i32, i32) -> (i32), but the ABI defines it as (i32, i32) -> (i32)"},
 		{"a memory", module(hostCallType,
 			importSpec{"env", "memory", oneMemPage}),
@@ -110,7 +111,7 @@ func TestInstantiateProvidesTheABI(t *testing.T) {
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	require.NoError(t, Instantiate(ctx, r))
 
-	m, err := r.CompileModule(ctx, module(hostCallType, importSpec{"plimsoll", "host_call", funcOfType0}))
+	m, err := r.CompileModule(ctx, module(hostCallType, importSpec{abi.Module, abi.HostCall, funcOfType0}))
 	require.NoError(t, err)
 	require.NoError(t, CheckImports(m))
 	mod, err := r.InstantiateModule(ctx, m, wazero.NewModuleConfig().WithName(""))

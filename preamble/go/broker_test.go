@@ -37,7 +37,7 @@ func withBroker(t *testing.T, handler http.HandlerFunc, profileExtra string) *br
 	run, err := broker.New(broker.Config{Profile: p, Secret: profiles.NewSecret("tok")})
 	require.NoError(t, err)
 	old := roundTrip
-	roundTrip = (&conn{abi: &brokerABI{run: run}}).exchange
+	roundTrip = (&conn{imports: &brokerABI{run: run}}).exchange
 	t.Cleanup(func() { roundTrip = old })
 	return run
 }

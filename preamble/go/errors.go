@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plimsoll/plimsoll/abi"
 )
 
 // Outcome is what the broker did with a call, as the trace records it.
@@ -15,16 +17,16 @@ type Outcome string
 // The outcomes of guest ABI v1. A Response always comes from a Forwarded call; the others arrive
 // as an *OutcomeError.
 const (
-	Forwarded  Outcome = "forwarded"
-	Shed       Outcome = "shed"
-	Denied     Outcome = "denied"
-	OverBudget Outcome = "over_budget"
-	Invalid    Outcome = "invalid"
-	Failed     Outcome = "failed"
+	Forwarded  Outcome = abi.Forwarded
+	Shed       Outcome = abi.Shed
+	Denied     Outcome = abi.Denied
+	OverBudget Outcome = abi.OverBudget
+	Invalid    Outcome = abi.Invalid
+	Failed     Outcome = abi.Failed
 )
 
 // OutcomeHeader is the header on the broker's own answers that names their outcome.
-const OutcomeHeader = "Plimsoll-Outcome"
+const OutcomeHeader = abi.OutcomeHeader
 
 // Sentinels matched by *OutcomeError with errors.Is.
 var (
@@ -110,13 +112,8 @@ type HostError struct {
 
 func (e *HostError) Error() string {
 	name := ""
-	switch e.Code {
-	case -1:
-		name = " (ERR_BOUNDS)"
-	case -2:
-		name = " (ERR_NO_PENDING)"
-	case -3:
-		name = " (ERR_TOO_SMALL)"
+	if n := abi.CodeName(e.Code); n != "" {
+		name = " (" + n + ")"
 	}
 	return fmt.Sprintf("plimsoll: %s returned %d%s", e.Func, e.Code, name)
 }

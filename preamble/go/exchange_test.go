@@ -48,7 +48,7 @@ func (f *fakeABI) hostResponse(buf []byte) int32 {
 
 func TestExchangeFitsTheFirstBuffer(t *testing.T) {
 	f := &fakeABI{resp: []byte(`{"status":200}`)}
-	c := &conn{abi: f}
+	c := &conn{imports: f}
 	got, err := c.exchange([]byte("{}"))
 	require.NoError(t, err)
 	assert.Equal(t, f.resp, got)
@@ -65,7 +65,7 @@ func TestExchangeFitsTheFirstBuffer(t *testing.T) {
 func TestExchangeTwoStep(t *testing.T) {
 	for _, size := range []int{FirstBufferSize, FirstBufferSize + 1, 3*FirstBufferSize + 7} {
 		f := &fakeABI{resp: bytes.Repeat([]byte("x"), size)}
-		got, err := (&conn{abi: f}).exchange([]byte("{}"))
+		got, err := (&conn{imports: f}).exchange([]byte("{}"))
 		require.NoError(t, err)
 		assert.Len(t, got, size)
 		wantSecond := 0
@@ -77,11 +77,11 @@ func TestExchangeTwoStep(t *testing.T) {
 }
 
 func TestExchangeErrors(t *testing.T) {
-	_, err := (&conn{abi: &fakeABI{callCode: -1}}).exchange([]byte("{}"))
+	_, err := (&conn{imports: &fakeABI{callCode: -1}}).exchange([]byte("{}"))
 	assert.EqualError(t, err, "plimsoll: host_call returned -1 (ERR_BOUNDS)")
 
 	f := &fakeABI{resp: bytes.Repeat([]byte("x"), FirstBufferSize+1)}
-	c := &conn{abi: brokenSecondStep{f}}
+	c := &conn{imports: brokenSecondStep{f}}
 	_, err = c.exchange([]byte("{}"))
 	assert.EqualError(t, err, "plimsoll: host_response returned -2 (ERR_NO_PENDING)")
 }

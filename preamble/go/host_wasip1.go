@@ -37,7 +37,7 @@ func addr(b []byte) uint32 {
 	return uint32(uintptr(unsafe.Pointer(&b[0])))
 }
 
-var host = &conn{abi: wasmABI{}}
+var host = &conn{imports: wasmABI{}}
 
 // roundTrip is the transport Do uses; tests on other platforms replace it.
 var roundTrip = host.exchange
