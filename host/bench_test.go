@@ -111,7 +111,7 @@ func BenchmarkJSRun(b *testing.B) {
 		rt.Run(context.Background(), tool, p, nil)
 		b.ResetTimer()
 		refill := func() {
-			for len(rt.pool) < cap(rt.pool) {
+			for len(rt.jsEngine().pool.ready) < cap(rt.jsEngine().pool.ready) {
 				time.Sleep(time.Millisecond) // a benchmark may wait; it asserts nothing on time
 			}
 		}
@@ -210,4 +210,31 @@ func vmRSS(b *testing.B) int64 {
 	}
 	b.Skip("no VmRSS in /proc/self/status")
 	return 0
+}
+
+// BenchmarkRunStart compares the start of a trivial run of the Go test guest (a .wasm tool, its
+// compiled module reused by content hash) with a trivial JS run, side by side in one process.
+func BenchmarkRunStart(b *testing.B) {
+	ps := newPetstore(b)
+	p := profile(b, ps.URL, "")
+	rt := newRuntime(b, Options{})
+	cases := []struct {
+		name  string
+		tool  Tool
+		input []byte
+	}{
+		{"wasm tool, compiled once", goGuest(), guestCmd(map[string]any{"op": "state"})},
+		{"js", JSTool("trivial.js", `return 1;`), nil},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			require.NoError(b, rt.Run(context.Background(), c.tool, p, c.input).Err) // compile outside the timing
+			b.ResetTimer()
+			reportMedian(b, nil, func() {
+				if res := rt.Run(context.Background(), c.tool, p, c.input); res.Err != nil {
+					b.Fatal(res.Err)
+				}
+			})
+		})
+	}
 }

@@ -137,3 +137,6 @@ func guestCmd(fields map[string]any) []byte {
 	}
 	return b
 }
+
+// jsEngine is the runtime's JavaScript kind, for tests that look inside it.
+func (rt *Runtime) jsEngine() *jsKind { return rt.kinds[kindJS].(*jsKind) }

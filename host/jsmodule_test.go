@@ -41,9 +41,9 @@ func TestDamagedJSCopyFallsBackToTheEmbeddedModule(t *testing.T) {
 	rt, err := New(context.Background(), Options{CacheDir: testCacheDir()})
 	require.NoError(t, err)
 	defer rt.Close(context.Background())
-	rt.moduleDir = dir // the copy lives apart, so other packages' runs never see the damage
+	rt.jsEngine().dir = dir // the copy lives apart, so other packages' runs never see the damage
 
-	g, err := rt.jsGuest()
+	g, err := rt.jsEngine().guest()
 
 	require.NoError(t, err)
 	assert.NotNil(t, g.mod)

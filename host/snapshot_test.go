@@ -21,7 +21,7 @@ func TestSnapshotRunsDrawTheirOwnRandomness(t *testing.T) {
 	tool := JSTool("random.js", `return [Math.random(), Math.random(), Date.now()];`)
 	for name, rt := range map[string]*Runtime{"fresh": shared(t), "pooled": newRuntime(t, Options{PoolSize: 2})} {
 		t.Run(name, func(t *testing.T) {
-			g, err := rt.jsGuest()
+			g, err := rt.jsEngine().guest()
 			require.NoError(t, err)
 			require.NotNil(t, g.snap, "no snapshot: every instance runs _initialize")
 			seen := map[float64]bool{}
@@ -86,7 +86,7 @@ func TestSnapshotImageIsShared(t *testing.T) {
 		t.Skip("memory images are mapped on Linux only")
 	}
 	rt := shared(t)
-	g, err := rt.jsGuest()
+	g, err := rt.jsEngine().guest()
 	require.NoError(t, err)
 	require.NotNil(t, g.snap)
 	require.NotNil(t, g.snap.file)

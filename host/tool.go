@@ -1,28 +1,24 @@
 package host
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-
 	"github.com/plimsoll/plimsoll/broker"
 )
 
-// Tool is what a run runs: JavaScript source for the JS runtime, or a wasip1 module of its own.
+// Tool is what a run runs: JavaScript source for the JS engine, or a wasip1 module of its own.
 // Build one with JSTool or WasmTool.
 type Tool struct {
 	Name string // on the audit line, and the script name in JavaScript stack traces
-	js   string
-	wasm []byte
-	isJS bool
+	kind kindID
+	js   string // the source, for kindJS
+	wasm []byte // the module, for kindWasm
 }
 
 // JSTool is a JavaScript tool: src is the body of an async function with input in scope.
-func JSTool(name, src string) Tool { return Tool{Name: name, js: src, isJS: true} }
+func JSTool(name, src string) Tool { return Tool{Name: name, kind: kindJS, js: src} }
 
 // WasmTool is a guest module built for wasip1: a reactor (_initialize and run() -> i32) or a
 // command (_start). The slice is not copied; do not modify it while a run uses it.
-func WasmTool(name string, wasm []byte) Tool { return Tool{Name: name, wasm: wasm} }
+func WasmTool(name string, wasm []byte) Tool { return Tool{Name: name, kind: kindWasm, wasm: wasm} }
 
 // Result is how a run went. Audit is always set, exactly once per run; Err is nil when
 // Audit.Status is ok.
@@ -32,26 +28,4 @@ type Result struct {
 	Trace  []broker.TraceEntry // one entry per host call, in order
 	Audit  broker.Audit
 	Err    error
-}
-
-// jsRequest is the JS runtime's stdin (see guests/js/runtime).
-type jsRequest struct {
-	Tool     string          `json:"tool"`
-	Input    json.RawMessage `json:"input"`
-	Preamble string          `json:"preamble"`
-	Name     string          `json:"name"`
-}
-
-var errInputNotJSON = errors.New("the input is not valid JSON")
-
-// jsStdin builds the JS runtime's stdin. Empty input is null.
-func jsStdin(t Tool, input []byte, preamble string) ([]byte, error) {
-	in := json.RawMessage("null")
-	if len(bytes.TrimSpace(input)) > 0 {
-		if !json.Valid(input) {
-			return nil, errInputNotJSON
-		}
-		in = input
-	}
-	return json.Marshal(jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/internal/testcache"
 )
 
@@ -39,7 +40,12 @@ func invoke(t *testing.T, stdin string, env map[string]string, args ...string) (
 
 func env_(stdin string, out, errb *bytes.Buffer, vars map[string]string) env {
 	return env{stdin: strings.NewReader(stdin), stdout: out, stderr: errb,
-		getenv: func(k string) string { return vars[k] }}
+		getenv: func(k string) string {
+			if v, ok := vars[k]; ok || k != host.EnvCacheDir {
+				return v
+			}
+			return testcache.Dir() // the run's shared compilation cache, as before the env was read through getenv
+		}}
 }
 
 // recorder is a loopback upstream that remembers every request it received.

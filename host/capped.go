@@ -1,0 +1,34 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// capped collects a guest's stdout or stderr up to a limit. The write that goes over it keeps
+// what fits, fails, and ends the run with a LimitError.
+type capped struct {
+	buf   bytes.Buffer
+	max   int64
+	what  string // "output" or "log"
+	field string // the profile field
+	stop  context.CancelCauseFunc
+	err   error
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	room := c.max - int64(c.buf.Len())
+	if int64(len(p)) <= room {
+		return c.buf.Write(p)
+	}
+	c.buf.Write(p[:room])
+	c.err = &LimitError{Limit: c.field, Message: fmt.Sprintf("%s limit %s (%s) reached", c.what, c.field, profiles.FormatSize(c.max))}
+	c.stop(c.err)
+	return int(room), c.err
+}

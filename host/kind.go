@@ -1,0 +1,34 @@
+package host
+
+import (
+	"context"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// kindID names a kind of guest; a Tool carries one.
+type kindID int
+
+const (
+	kindNone kindID = iota // a zero Tool
+	kindJS                 // JavaScript source, run on the embedded engine
+	kindWasm               // a wasip1 module of the tool's own
+)
+
+// guestKind is what the host needs from one kind of guest: how its module is compiled and kept,
+// what its stdin is, whether a ready instance is waiting, and what its run's non-zero result
+// means. Runtime holds one of each, built in New, and never asks which kind it has: a new kind is
+// one file with its type, one kindID and one line in New.
+type guestKind interface {
+	// load returns the compiled guest for tool and the guest's stdin. ctx carries the run's
+	// deadline. The caller calls guest.release, if set, when the run is done.
+	load(ctx context.Context, tool Tool, p *profiles.Profile, limits profiles.Limits, input []byte) (*guest, []byte, error)
+	// pooled returns a ready instance of g that fits under memLimit, or nil.
+	pooled(memLimit uint64) *instance
+	// resultError says what a non-zero result of the reactor's run means; log is the run log.
+	resultError(ret int32, log []byte) error
+	// stop ends background work (a pool's filler) before the runtime closes.
+	stop(ctx context.Context)
+	// release frees what outlives runs (compiled modules, snapshots) once no run is left.
+	release()
+}

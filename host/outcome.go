@@ -1,0 +1,78 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// outcome says how a guest call ended. Checks run from the most specific cause to the least: a
+// limit the host enforced, the guest's own result, the run's context, a refused memory growth,
+// and last the exit code or trap.
+func (rt *Runtime) outcome(st *runState, ret int32, callErr error) error {
+	var startErr *startFailure
+	if errors.As(callErr, &startErr) {
+		return startErr.err
+	}
+	if err := st.session.Err(); err != nil {
+		return callLimit(err)
+	}
+	if st.stdout.err != nil {
+		return st.stdout.err
+	}
+	if st.stderr.err != nil {
+		return st.stderr.err
+	}
+	log := st.stderr.buf.Bytes()
+	if callErr == nil {
+		if ret == 0 {
+			return nil
+		}
+		return st.kind.resultError(ret, log)
+	}
+	if rt.closed.Load() {
+		return ErrClosed // wazero closes every module with exit code 0 when the runtime closes
+	}
+	var exit *sys.ExitError
+	isExit := errors.As(callErr, &exit)
+	if isExit && exit.ExitCode() == 0 {
+		return nil
+	}
+	if st.ctx.Err() != nil {
+		return contextError(st.ctx)
+	}
+	if st.inst.mem.refused != 0 {
+		return memoryLimit(st.inst.mem.limit)
+	}
+	if isExit {
+		return &ToolError{ExitCode: int(exit.ExitCode()), Message: logReason(log, exit.ExitCode() == 2)}
+	}
+	// A trap: a Go guest's panic aborts with "unreachable" after printing "panic: ...".
+	trap, _, _ := strings.Cut(callErr.Error(), "\n")
+	if reason := logReason(log, true); reason != "" {
+		trap = reason + " (" + trap + ")"
+	}
+	return &ToolError{ExitCode: -1, Message: trap}
+}
+
+// startFailure is an instance that could not be created; outcome reports its error as it is.
+type startFailure struct{ err error }
+
+func (e *startFailure) Error() string { return e.err.Error() }
+
+// startError says why instantiating a fresh instance failed.
+func (rt *Runtime) startError(runCtx context.Context, err error) error {
+	var limit *LimitError
+	switch {
+	case errors.As(err, &limit):
+	case rt.closed.Load():
+		err = ErrClosed
+	case runCtx.Err() != nil:
+		err = contextError(runCtx)
+	default:
+		err = setupError("instantiate the module", err)
+	}
+	return &startFailure{err: err}
+}
