@@ -101,7 +101,7 @@ func TestHostileModulesAreRefusedBeforeCompiling(t *testing.T) {
 		{"locals just over the per-function limit", wasmModule(typeVoid, funcs(1), bodies(1, lim.LocalsPerFunc+1)), "module.locals_per_function"},
 		{"locals summed over many functions", wasmModule(typeVoid, funcs(50), bodies(50, lim.LocalsPerFunc)), "module.locals"},
 		{"locals in two groups of one function", wasmModule(typeVoid, funcs(1), section(10, vec(1, append([]byte{7, 2}, append(appendULEB(appendULEB(nil, 40_000), 0x7f), append(appendULEB(nil, 40_000), 0x7f, 0x0b)...)...)))), "module.locals_per_function"},
-		{"a 2^27-element table (63 bytes)", wasmModule(typeVoid, table(1 << 27)), "module.table_elements"},
+		{"a 2^27-element table (63 bytes)", wasmModule(typeVoid, table(1<<27)), "module.table_elements"},
 		{"a table whose maximum is huge", wasmModule(typeVoid, table(1, 1<<27)), "module.table_elements"},
 		{"a table that fits the count but not limits.memory beside the memory", wasmModule(typeVoid, table(lim.TableElements), section(5, vec(1, []byte{0, 0xc8, 0x01}))), "limits.memory"}, // 200 pages + 8 MiB of table
 		{"more functions than the limit", wasmModule(typeVoid, funcs(int(lim.Functions)+1)), "module.functions"},
