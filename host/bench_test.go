@@ -238,3 +238,24 @@ func BenchmarkRunStart(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWasmToolCompile is what a run of a .wasm tool paid before compiled modules were kept:
+// compiling it (from wazero's file cache when warm), and what checking its structure costs now.
+func BenchmarkWasmToolCompile(b *testing.B) {
+	bin := testguest.Wasm()
+	b.Run("compile, file cache warm", func(b *testing.B) {
+		rt := newRuntime(b, Options{})
+		for range b.N {
+			g, err := rt.compile(context.Background(), bin)
+			require.NoError(b, err)
+			g.mod.Close(context.Background())
+		}
+	})
+	b.Run("structure check", func(b *testing.B) {
+		for range b.N {
+			if _, err := checkModule(bin, DefaultModuleLimits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
