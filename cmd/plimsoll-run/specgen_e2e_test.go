@@ -362,7 +362,7 @@ return {
 		for _, k := range []string{"host_calls_shed", "host_calls_denied", "host_calls_over_budget", "host_calls_invalid", "host_calls_failed", "probes", "breaker_opens"} {
 			assert.EqualValues(t, 0, a[k], k)
 		}
-		assert.EqualValues(t, specgen.DefaultBudgetCalls, a["budget_calls"])
+		assert.EqualValues(t, profiles.DefaultBudgetCalls, a["budget_calls"])
 	})
 
 	t.Run("hostile path values fail before any call", func(t *testing.T) {

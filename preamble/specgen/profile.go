@@ -7,13 +7,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // PlaceholderBaseURL is written as base_url when the document names no usable absolute server.
 const PlaceholderBaseURL = "http://127.0.0.1:8080"
 
-// DefaultBudgetCalls is the budget a generated profile starts with.
-const DefaultBudgetCalls = 100
 
 // Routes returns the profile's route list: one "METHOD /path" per operation, every segment
 // holding a {parameter} written as '*'. Paths are relative to base_url's path.
@@ -301,7 +301,7 @@ func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	if opts.Preamble != "" {
 		b.WriteString("preamble: " + yamlScalar(opts.Preamble) + "\n")
 	}
-	fmt.Fprintf(&b, "budget:\n  calls: %d\n", DefaultBudgetCalls)
+	fmt.Fprintf(&b, "budget:\n  calls: %d\n", profiles.DefaultBudgetCalls)
 	return []byte(b.String()), nil
 }
 
