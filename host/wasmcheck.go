@@ -277,6 +277,9 @@ func boundTables(bin []byte, shape moduleShape) []byte {
 		var body []byte
 		prev := start
 		for _, t := range shape.growable {
+			if t.limitsAt < start || t.limitsEnd > end {
+				continue // in another table section; wazero refuses such a module
+			}
 			lr := &wasmReader{b: bin, at: t.limitsAt + 1} // past the flags byte
 			min := lr.uleb()
 			body = append(body, bin[prev:t.limitsAt]...)
