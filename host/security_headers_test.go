@@ -58,6 +58,45 @@ var headerCases = []secCase{
 			require.Equal(t, "abc", h.Get("X-Request-Id"))
 			require.Equal(t, "application/json", h.Get("Accept"))
 		}},
+
+	// Issue 9, class 4: request headers are an allow-list. Names that make a framework act on
+	// another method or path, and underscore spellings that CGI-style servers read as a refused
+	// name, are refused; so is every name neither the defaults nor the profile allow.
+	{class: headers, name: "X-HTTP-Method-Override", js: getH("/pets/1", `{"X-HTTP-Method-Override": "DELETE"}`), want: `400 invalid | header X-Http-Method-Override may not be set by a tool: it overrides the method or path the grant matched`, calls: invalid},
+	{class: headers, name: "X-HTTP-Method", js: getH("/pets/1", `{"X-HTTP-Method": "DELETE"}`), want: `400 invalid | header X-Http-Method may not be set`, calls: invalid},
+	{class: headers, name: "X-Method-Override", js: getH("/pets/1", `{"X-Method-Override": "PUT"}`), want: `400 invalid | header X-Method-Override may not be set`, calls: invalid},
+	{class: headers, name: "X-Original-Method", js: getH("/pets/1", `{"X-Original-Method": "DELETE"}`), want: `400 invalid | header X-Original-Method may not be set`, calls: invalid},
+	{class: headers, name: "X-Original-URL", js: getH("/pets/1", `{"X-Original-URL": "/admin"}`), want: `400 invalid | header X-Original-Url may not be set`, calls: invalid},
+	{class: headers, name: "X-Rewrite-URL", js: getH("/pets/1", `{"X-Rewrite-URL": "/admin"}`), want: `400 invalid | header X-Rewrite-Url may not be set`, calls: invalid},
+	{class: headers, name: "X_HTTP_Method_Override, underscores", js: getH("/pets/1", `{"X_HTTP_Method_Override": "DELETE"}`), want: `400 invalid | spelled with '_' it is X-Http-Method-Override to CGI-style servers, and it overrides the method`, calls: invalid},
+	{class: headers, name: "X_Forwarded_For", js: getH("/pets/1", `{"X_Forwarded_For": "127.0.0.1"}`), want: `400 invalid | spelled with '_' it is X-Forwarded-For`, calls: invalid},
+	{class: headers, name: "Proxy_Authorization", js: getH("/pets/1", `{"Proxy_Authorization": "Basic eA=="}`), want: `400 invalid | spelled with '_' it is Proxy-Authorization`, calls: invalid},
+	{class: headers, name: "the credential header as X_Api_Key", js: getH("/pets/1", `{"X_Api_Key": "Token guess"}`), want: `400 invalid | spelled with '_' it is X-Api-Key to CGI-style servers, and the broker owns it`, calls: invalid},
+	{class: headers, name: "the credential header as x_api-KEY, mixed", js: getH("/pets/1", `{"x_api-KEY": "Token guess"}`), want: `400 invalid | it is X-Api-Key`, calls: invalid},
+	{class: headers, name: "Authorization with an underscore is still refused", js: getH("/pets/1", `{"Authorization_": "x"}`), want: `400 invalid | header Authorization_ is not one a tool may send`, calls: invalid},
+	{class: headers, name: "an unlisted name", js: getH("/pets/1", `{"X-Custom": "1"}`), want: `400 invalid | header X-Custom is not one a tool may send: allowed are Accept, Accept-Language`, calls: invalid},
+	{class: headers, name: "X-Client-IP is not allowed", js: getH("/pets/1", `{"X-Client-IP": "127.0.0.1"}`), want: `400 invalid | header X-Client-Ip is not one a tool may send`, calls: invalid},
+	{class: headers, name: "True-Client-IP is not allowed", js: getH("/pets/1", `{"True-Client-IP": "127.0.0.1"}`), want: `400 invalid | header True-Client-Ip is not one a tool may send`, calls: invalid},
+	{class: headers, name: "an allowed name spelled with '_' is another name", js: getH("/pets/1", `{"Accept_Language": "en"}`), want: `400 invalid | header Accept_language is not one a tool may send`, calls: invalid},
+	{class: headers, name: "one bad name among good ones refuses the call", js: getH("/pets/1", `{Accept: "a/b", "X-Evil": "1", "User-Agent": "t"}`), want: `400 invalid | header X-Evil is not one a tool may send`, calls: invalid},
+	{class: headers, name: "a name the profile grants", lim: lim{"request_headers": "[X-Custom]"}, js: getH("/pets/1", `{"x-custom": "1"}`), want: `200 forwarded`, calls: fwd1,
+		check: func(t *testing.T, _ host.Result, up *recorder) {
+			require.Equal(t, "1", up.requests()[0].Header.Get("X-Custom"))
+		}},
+	{class: headers, name: "a granted name spelled with '_' is refused", lim: lim{"request_headers": "[X-Custom]"}, js: getH("/pets/1", `{"X_Custom": "1"}`), want: `400 invalid | header X_custom is not one a tool may send`, calls: invalid},
+	{class: headers, name: "the default set passes", js: getH("/pets/1", `{Accept: "application/json", "Accept-Language": "en", "Content-Type": "text/plain", "User-Agent": "tool/1", "If-None-Match": "\"e\"", "If-Modified-Since": "Wed, 21 Oct 2015 07:28:00 GMT", "Idempotency-Key": "k1", "Cache-Control": "no-cache"}`), want: `200 forwarded`, calls: fwd1,
+		check: func(t *testing.T, _ host.Result, up *recorder) {
+			h := up.requests()[0].Header
+			for _, name := range []string{"Accept", "Accept-Language", "Content-Type", "User-Agent", "If-None-Match", "If-Modified-Since", "Idempotency-Key", "Cache-Control"} {
+				require.NotEmpty(t, h.Get(name), name)
+			}
+		}},
+	{class: headers, name: "nothing but the allowed names reaches the upstream", js: getH("/pets/1", `{Accept: "a/b"}`), want: `200 forwarded`, calls: fwd1,
+		check: func(t *testing.T, _ host.Result, up *recorder) {
+			for name := range up.requests()[0].Header {
+				require.Contains(t, []string{"Accept", "Accept-Encoding", "User-Agent", secCredHeader}, name)
+			}
+		}},
 }
 
 func TestSecurityHeaders(t *testing.T) { runSecCases(t, headerCases) }

@@ -48,6 +48,8 @@ const (
 	resources = "resources"
 	isolation = "isolation"
 	audit     = "audit"
+	responses = "responses" // issue 9, class 1
+	encoding  = "encoding"  // issue 9, class 3
 )
 
 // secCase is one line of the suite.
@@ -126,7 +128,8 @@ func retryAfterTwice(name string) string {
 // Isolation's cases need several runs each and live in security_isolation_test.go.
 func secTables() map[string][]secCase {
 	return map[string][]secCase{paths: pathCases, headers: headerCases, envelope: envelopeCases,
-		methods: methodCases, upstream: upstreamCases, resources: resourceCases, audit: auditCases}
+		methods: methodCases, upstream: upstreamCases, resources: resourceCases, audit: auditCases,
+		responses: responseCases, encoding: encodingCases}
 }
 
 // runSecCases runs one class's table on one runtime.
@@ -148,7 +151,7 @@ func TestSecuritySuite(t *testing.T) {
 			total++
 		}
 	}
-	for _, class := range []string{paths, headers, envelope, methods, upstream, resources, audit} {
+	for _, class := range []string{paths, headers, envelope, methods, upstream, resources, audit, responses, encoding} {
 		require.GreaterOrEqual(t, perClass[class], 3, "class %s needs several cases", class)
 	}
 	require.GreaterOrEqual(t, total, 60)
@@ -528,6 +531,76 @@ func (u *recorder) fault(name string, w http.ResponseWriter, r *http.Request) {
 		h.Set("Keep-Alive", "timeout=5")
 		h.Set("Proxy-Authenticate", "Basic")
 		io.WriteString(w, "upstream body")
+	case "switching-protocols":
+		// 101 then the raw connection, held open and dripping: no deadline covers it.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+			drip(c, "x")
+		})
+	case "switching-protocols-bare":
+		// 101 without Upgrade: the transport reads it as a final answer with no body.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+			drip(c, "x")
+		})
+	case "continue-then-ok":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		})
+	case "early-hints-flood":
+		u.raw(w, func(c net.Conn) {
+			for { // until the broker hangs up
+				if _, err := io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"); err != nil {
+					return
+				}
+			}
+		})
+	case "early-hints-echo":
+		// The credential in an informational answer's headers, then a final answer.
+		cred := r.Header.Get(secCredHeader)
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nX-Echo: "+cred+"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine")
+		})
+	case "drip-body":
+		// Honest headers, then one body byte every few milliseconds, never finishing.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+			drip(c, "d")
+		})
+	case "drip-chunked":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			drip(c, "1\r\nc\r\n")
+		})
+	case "trailer-echo":
+		// The credential in a trailer: the transport keeps trailers apart, and they never reach
+		// the guest.
+		cred := r.Header.Get(secCredHeader)
+		h.Set("Trailer", "X-Echo")
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		h.Set("X-Echo", cred)
+	case "gzip-anyway":
+		// Compresses an echo of the credential although the broker asked for identity.
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		io.WriteString(zw, "you sent "+r.Header.Get(secCredHeader))
+		zw.Close()
+		h.Set("Content-Encoding", "gzip")
+		w.Write(buf.Bytes())
+	case "br-anyway":
+		h.Set("Content-Encoding", "br")
+		io.WriteString(w, "\x1b\x03\x00not really brotli")
+	case "identity-declared":
+		h.Set("Content-Encoding", "identity")
+		io.WriteString(w, "plain")
+	case "gzip-empty":
+		h.Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusNoContent)
+	case "partial-unasked":
+		h.Set("Content-Range", "bytes 0-3/10")
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, "part")
 	case "hold":
 		// Holds the request until the broker gives up on it, and says so.
 		<-r.Context().Done()
@@ -558,6 +631,17 @@ func (u *recorder) raw(w http.ResponseWriter, write func(net.Conn)) {
 	}
 	defer c.Close()
 	write(c)
+}
+
+// drip writes unit to c every few milliseconds until the peer hangs up: an upstream that never
+// finishes. The pause is the upstream's pace, not a wait for a state.
+func drip(c net.Conn, unit string) {
+	for {
+		if _, err := io.WriteString(c, unit); err != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // reset closes c with an RST rather than a FIN.

@@ -64,6 +64,28 @@ var pathCases = []secCase{
 	{class: paths, name: "inner star against two segments", js: get("/pets/1/2/toys"), want: `403 denied`, calls: denied},
 	{class: paths, name: "escapes are sent as given", js: get("/pets/a%20b%3Fc%23d"), want: `200 forwarded`, calls: fwd1, sent: "/v1/pets/a%20b%3Fc%23d"},
 	{class: paths, name: "stray percent", js: get("/pets/100%"), want: `400 invalid | does not start a %XX escape`, calls: invalid},
+
+	// Issue 9, class 7: an escape may encode a non-ASCII letter or digit, nothing else. Servers
+	// that fold characters by "best fit" turn symbols and punctuation into separators and dots.
+	{class: paths, name: "encoded DIVISION SLASH U+2215", js: get("/pets/x%E2%88%95..%E2%88%95admin"), want: `400 invalid | contains an encoded U+2215, which is not a letter or a digit`, calls: invalid},
+	{class: paths, name: "encoded FRACTION SLASH U+2044", js: get("/pets/x%E2%81%84..%E2%81%84admin"), want: `400 invalid | contains an encoded U+2044`, calls: invalid},
+	{class: paths, name: "encoded REVERSE SOLIDUS OPERATOR U+29F5", js: get("/pets/x%E2%A7%B5..%E2%A7%B5admin"), want: `400 invalid | contains an encoded U+29F5`, calls: invalid},
+	{class: paths, name: "encoded BIG SOLIDUS U+29F8", js: get("/pets/x%E2%A7%B8admin"), want: `400 invalid | contains an encoded U+29F8`, calls: invalid},
+	{class: paths, name: "encoded SET MINUS U+2216", js: get("/pets/x%E2%88%96admin"), want: `400 invalid | contains an encoded U+2216`, calls: invalid},
+	{class: paths, name: "encoded YEN SIGN U+00A5 (a backslash in Shift-JIS)", js: get("/pets/x%C2%A5..%C2%A5admin"), want: `400 invalid | contains an encoded U+00A5`, calls: invalid},
+	{class: paths, name: "encoded WON SIGN U+20A9 (a backslash in Korean code pages)", js: get("/pets/x%E2%82%A9admin"), want: `400 invalid | contains an encoded U+20A9`, calls: invalid},
+	{class: paths, name: "encoded IDEOGRAPHIC FULL STOP U+3002", js: get("/pets/%E3%80%82%E3%80%82"), want: `400 invalid | contains an encoded U+3002`, calls: invalid},
+	{class: paths, name: "encoded HALFWIDTH IDEOGRAPHIC FULL STOP U+FF61", js: get("/pets/%EF%BD%A1%EF%BD%A1"), want: `400 invalid | contains an encoded U+FF61`, calls: invalid},
+	{class: paths, name: "encoded MIDDLE DOT U+00B7", js: get("/pets/%C2%B7%C2%B7"), want: `400 invalid | contains an encoded U+00B7`, calls: invalid},
+	{class: paths, name: "encoded MODIFIER LETTER APOSTROPHE U+02BC", js: get("/pets/a%CA%BCb"), want: `400 invalid | contains an encoded U+02BC`, calls: invalid},
+	{class: paths, name: "encoded COMBINING LONG SOLIDUS OVERLAY U+0338", js: get("/pets/a%CC%B8b"), want: `400 invalid | contains an encoded U+0338`, calls: invalid},
+	{class: paths, name: "encoded NO-BREAK SPACE U+00A0", js: get("/pets/a%C2%A0b"), want: `400 invalid | contains an encoded U+00A0`, calls: invalid},
+	{class: paths, name: "encoded ZERO WIDTH SPACE U+200B", js: get("/pets/a%E2%80%8Bb"), want: `400 invalid | contains an encoded U+200B`, calls: invalid},
+	{class: paths, name: "encoded FULLWIDTH QUESTION MARK U+FF1F", js: get("/pets/a%EF%BC%9Fb"), want: `400 invalid | contains an encoded U+FF1F`, calls: invalid},
+	{class: paths, name: "encoded FULLWIDTH SEMICOLON U+FF1B", js: get("/pets/a%EF%BC%9Bb"), want: `400 invalid | contains an encoded U+FF1B`, calls: invalid},
+	{class: paths, name: "encoded private-use character", js: get("/pets/a%EE%80%80b"), want: `400 invalid | contains an encoded U+E000`, calls: invalid},
+	{class: paths, name: "encoded CJK letters are data", js: get("/pets/%E7%8C%AB"), want: `200 forwarded`, calls: fwd1, sent: "/v1/pets/%E7%8C%AB"},
+	{class: paths, name: "encoded Arabic-Indic digits are data", js: get("/pets/%D9%A1%D9%A2"), want: `200 forwarded`, calls: fwd1, sent: "/v1/pets/%D9%A1%D9%A2"},
 }
 
 func TestSecurityPaths(t *testing.T) { runSecCases(t, pathCases) }
