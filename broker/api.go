@@ -48,6 +48,12 @@ type Config struct {
 	Tool      string
 }
 
+// Values of TraceEntry.Probe.
+const (
+	ProbeOK       = "ok"
+	ProbeNotReady = "not_ready"
+)
+
 // Status is how a run ended, as written on the audit line.
 type Status string
 

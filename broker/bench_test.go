@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -196,6 +197,49 @@ func BenchmarkForwardInMemory(b *testing.B) {
 		}
 		if resp := run.Call(ctx, guest); resp.Status != 200 {
 			b.Fatal(resp.Status)
+		}
+	}
+}
+
+// BenchmarkForwardHeadersAndRedaction is the cost of the request-header allow-list and of
+// redaction per forwarded call (issue 9): the same call with four allowed headers, against the
+// same run without a secret (nothing to redact: the baseline) and with one (every encoded form
+// searched), for a small and a large JSON body.
+func BenchmarkForwardHeadersAndRedaction(b *testing.B) {
+	guest := broker.Request{Method: "GET", Path: "/pets/42", Query: "fields=all", Headers: http.Header{
+		"Accept": {"application/json"}, "User-Agent": {"tool/1"}, "If-None-Match": {`"e1"`}, "Accept-Language": {"en"}}}
+	for _, size := range []int{512, 64 << 10} {
+		body := strings.Repeat(`{"id":42,"name":"Rex","url":"https:\/\/a.test\/p%20q"},`, size/54+1)[:size]
+		rt := rtFunc(func(*http.Request) (*http.Response, error) {
+			return inMemReply(200, body, "Content-Type", "application/json", "Location", "https://a.test/x?y=%2F"), nil
+		})
+		p := writeProfile(b, "http://api.test/v1", realisticRoutes+"budget:\n  calls: 1000\n")
+		for _, withSecret := range []bool{false, true} {
+			name := fmt.Sprintf("body=%dB/secret=%v", size, withSecret)
+			b.Run(name, func(b *testing.B) {
+				newRun := func() *broker.Broker {
+					cfg := broker.Config{Profile: p, Transport: rt}
+					if withSecret {
+						cfg.Secret = profiles.NewSecret(secret)
+					}
+					run, err := broker.New(cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return run
+				}
+				run, calls, ctx := newRun(), 0, context.Background()
+				b.ReportAllocs()
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					if calls++; calls > p.Budget.Calls {
+						run, calls = newRun(), 1
+					}
+					if resp := run.Call(ctx, guest); resp.Status != 200 {
+						b.Fatal(resp.Status)
+					}
+				}
+			})
 		}
 	}
 }

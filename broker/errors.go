@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // ErrInvalid is matched (errors.Is) by every *InvalidError.
@@ -29,4 +30,30 @@ func quote(s string) string {
 		return strconv.QuoteToASCII(s[:maxQuoted]) + "…"
 	}
 	return strconv.QuoteToASCII(s)
+}
+
+// safeMethod and safePath keep undecodable or refused input readable in the trace.
+func safeMethod(m string) string {
+	if allowedMethods[m] {
+		return m
+	}
+	return trimQuote(m)
+}
+
+func safePath(p string) string {
+	if CheckPath(p) == nil {
+		return p
+	}
+	return trimQuote(p)
+}
+
+func trimQuote(s string) string {
+	if s == "" {
+		return ""
+	}
+	q := strings.TrimPrefix(quote(s), `"`)
+	if cut, ok := strings.CutSuffix(q, `"…`); ok {
+		return cut + "…"
+	}
+	return strings.TrimSuffix(q, `"`)
 }

@@ -117,7 +117,8 @@ func writeProfile(t testing.TB, baseURL, body string) *profiles.Profile {
 }
 
 // petRoutes is the grant most tests use.
-const petRoutes = `routes:
+const petRoutes = `request_headers: [X-Tag, X-A, X-Call, X-Run]
+routes:
   - GET /pets
   - GET /pets/*
   - POST /pets

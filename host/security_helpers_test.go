@@ -1,10 +1,18 @@
 package host_test
 
+// The security suite (issue 6): hostile guests and hostile inputs, end to end. Every case runs a
+// real guest (JavaScript, or the Go test guest where raw bytes and pointers matter) in the real
+// host.Runtime against a recording upstream on 127.0.0.1, and checks what the guest saw, what
+// reached the upstream (nothing, for a refusal), the audit line and trace, that the credential
+// shows up nowhere it should not, and that nothing is left running. SECURITY.md describes the
+// threat model these cases stand for.
+
 import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +37,247 @@ import (
 	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/profiles"
 )
+
+// The classes of the suite, as SECURITY.md lists them.
+const (
+	paths     = "paths"
+	headers   = "headers"
+	envelope  = "envelope"
+	methods   = "methods"
+	upstream  = "upstream"
+	resources = "resources"
+	isolation = "isolation"
+	audit     = "audit"
+	responses = "responses" // issue 9, class 1
+	encoding  = "encoding"  // issue 9, class 3
+)
+
+// secCase is one line of the suite.
+type secCase struct {
+	class string
+	name  string
+	js    string         // a JavaScript tool (the body of an async function), run after jsPrelude
+	cmd   map[string]any // or a Go test guest command
+	lim   lim            // profile limits for this case
+
+	want   string          // what the guest saw: " | "-separated parts, in order (see guestView)
+	calls  broker.Counters // the audit line's counters; the upstream must have received exactly
+	status broker.Status   // Forwarded+Failed requests. status "" means ok
+	err    string          // part of the run's error (and the audit's error); "" means none
+	sent   string          // when set, the request target the upstream must have received
+
+	tool   string                                            // the tool's name, when it matters
+	cancel bool                                              // cancel the run once the upstream has the request
+	hold   bool                                              // the upstream holds the request until the broker drops it
+	check  func(t *testing.T, res host.Result, up *recorder) // anything else
+}
+
+// Counters of the common one-call outcomes.
+var (
+	none    = broker.Counters{}
+	fwd1    = broker.Counters{HostCalls: 1, Forwarded: 1}
+	invalid = broker.Counters{HostCalls: 1, Invalid: 1}
+	denied  = broker.Counters{HostCalls: 1, Denied: 1}
+	failed  = broker.Counters{HostCalls: 1, Failed: 1}
+)
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// get is a tool that GETs path through the preamble and shows the answer.
+func get(path string) string { return fmt.Sprintf(`return show(await api.get(%s));`, jsString(path)) }
+
+// getH is get with headers, given as a JavaScript object literal.
+func getH(path, headers string) string {
+	return fmt.Sprintf(`return show(await api.get(%s, {headers: %s}));`, jsString(path), headers)
+}
+
+// rawJS is a tool that sends text as the request envelope, bypassing the preamble.
+func rawJS(text string) string { return fmt.Sprintf(`return show(await raw(%s));`, jsString(text)) }
+
+// goCall is a Go guest command that sends envelope once and prints the response envelope.
+func goCall(envelope string) map[string]any {
+	return map[string]any{"op": "call", "n": 1, "envelope": envelope, "cap": 1 << 16, "print": true}
+}
+
+// goCallBytes sends an envelope that JSON text cannot carry (invalid UTF-8).
+func goCallBytes(envelope []byte) map[string]any {
+	return map[string]any{"op": "call", "n": 1, "envelope_base64": base64.StdEncoding.EncodeToString(envelope),
+		"cap": 1 << 16, "print": true}
+}
+
+// goRaw calls host_call with exact i32 arguments; -1 as a pointer is the guest's own buffer.
+func goRaw(args ...int64) map[string]any { return map[string]any{"op": "raw", "args": args} }
+
+// retryAfterTwice calls an upstream that answers 503 with a Retry-After, twice, and shows both.
+func retryAfterTwice(name string) string {
+	return fmt.Sprintf(`
+		const show2 = (r) => r.status + " " + r.outcome + " [" + r.headers["retry-after"] + "]";
+		const a = await api.get("/fault/retry-after-%[1]s");
+		const b = await api.get("/fault/retry-after-%[1]s");
+		return show2(a) + " then " + show2(b);`, name)
+}
+
+// secTables are the suite's tables, one per class (one file each: security_<class>_test.go).
+// Isolation's cases need several runs each and live in security_isolation_test.go.
+func secTables() map[string][]secCase {
+	return map[string][]secCase{paths: pathCases, headers: headerCases, envelope: envelopeCases,
+		methods: methodCases, upstream: upstreamCases, resources: resourceCases, audit: auditCases,
+		responses: responseCases, encoding: encodingCases}
+}
+
+// runSecCases runs one class's table on one runtime.
+func runSecCases(t *testing.T, cases []secCase) {
+	rt := newSecRuntime(t, host.Options{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runSecCase(t, rt, c) })
+	}
+}
+
+// TestSecuritySuite checks the suite's shape: every class has several cases, each filed under
+// its own class.
+func TestSecuritySuite(t *testing.T) {
+	perClass, total := map[string]int{}, 0
+	for class, cases := range secTables() {
+		for _, c := range cases {
+			require.Equal(t, class, c.class, "case %q is filed under the wrong class", c.name)
+			perClass[c.class]++
+			total++
+		}
+	}
+	for _, class := range []string{paths, headers, envelope, methods, upstream, resources, audit, responses, encoding} {
+		require.GreaterOrEqual(t, perClass[class], 3, "class %s needs several cases", class)
+	}
+	require.GreaterOrEqual(t, total, 60)
+	t.Logf("cases per class: %v (isolation: TestSecurityIsolation)", perClass)
+}
+
+func runSecCase(t *testing.T, rt *host.Runtime, c secCase) {
+	base := runtime.NumGoroutine()
+	up, other := newRecorder(t), newRecorder(t)
+	up.other = other.URL()
+	p := secProfile(t, up.URL(), c.lim)
+
+	var tool host.Tool
+	var input []byte
+	switch {
+	case c.cmd != nil:
+		tool, input = goGuest(), guestCmd(c.cmd)
+	default:
+		name := c.tool
+		if name == "" {
+			name = "case.js"
+		}
+		tool = host.JSTool(name, jsPrelude+c.js)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if c.cancel {
+		go func() {
+			select {
+			case <-up.received:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	res := rt.Run(ctx, tool, p, input)
+
+	if c.hold {
+		// The in-flight request must have been canceled: the upstream's handler ends only then,
+		// and closing the server waits for its handlers.
+		waitClosed(t, up.canceled)
+	}
+	up.Close()
+	other.Close()
+
+	// The run's status and error.
+	wantStatus := c.status
+	if wantStatus == "" {
+		wantStatus = broker.StatusOK
+	}
+	require.Equal(t, wantStatus, res.Audit.Status, "error: %v\nlog:\n%s", res.Err, res.Log)
+	if c.err == "" {
+		require.NoError(t, res.Err, "log:\n%s", res.Log)
+	} else {
+		require.Error(t, res.Err)
+		require.Contains(t, res.Err.Error(), c.err)
+		require.Equal(t, res.Err.Error(), res.Audit.Error)
+	}
+
+	// What the guest saw.
+	if c.want != "" {
+		requireWant(t, c.want, guestView(res.Output, c.cmd != nil))
+	}
+
+	// The audit line and the trace.
+	require.Equal(t, c.calls, res.Audit.Counters)
+	require.Equal(t, "sec", res.Audit.Profile)
+	require.Equal(t, tool.Name, res.Audit.Tool)
+	requireAuditAndTrace(t, res)
+
+	// What reached the upstream: nothing for a refusal; for a forwarded call, exactly what was
+	// matched, on base_url's host, with the credential once and nothing the guest may not set.
+	reqs := up.requests()
+	require.Len(t, reqs, c.calls.Forwarded+c.calls.Failed, "requests that reached the upstream")
+	if len(reqs) == 0 {
+		require.Zero(t, up.dials.Load(), "connections to the upstream")
+		require.Zero(t, up.bytesIn.Load(), "bytes sent to the upstream")
+	} else {
+		require.LessOrEqual(t, up.dials.Load(), int64(len(reqs)), "one connection at most per request")
+	}
+	require.Zero(t, other.dials.Load(), "connections to the redirect target")
+	upHost := strings.TrimPrefix(up.URL(), "http://")
+	for _, r := range reqs {
+		require.Equal(t, upHost, r.Host)
+		require.Equal(t, []string{secCredValue}, r.Header.Values(secCredHeader))
+		for _, name := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host"} {
+			require.Empty(t, r.Header.Values(name), name)
+		}
+	}
+	if c.sent != "" {
+		require.NotEmpty(t, reqs)
+		require.Equal(t, c.sent, reqs[0].RequestURI)
+	}
+
+	requireNoCredential(t, res)
+	if c.check != nil {
+		c.check(t, res, up)
+	}
+	requireGoroutinesBack(t, base)
+}
+
+// waitRequests waits until the upstream has received n requests. The bound only turns a hang
+// into a failure.
+func waitRequests(t *testing.T, up *recorder, n int) {
+	t.Helper()
+	for i := 0; i < 60000 && len(up.requests()) < n; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	require.GreaterOrEqual(t, len(up.requests()), n, "requests the upstream received")
+}
+
+// waitClosed waits for ch to close. The bound is far above any run deadline in the suite: it
+// only turns a hang into a failure.
+func waitClosed(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	for i := 0; i < 30000; i++ {
+		select {
+		case <-ch:
+			return
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Fatal("the in-flight request was never canceled")
+}
 
 // secSecret is the suite's credential. Every dash-separated part starts with a digit and the
 // letters are lower case, so it survives http.CanonicalHeaderKey unchanged: an upstream that
@@ -282,6 +531,76 @@ func (u *recorder) fault(name string, w http.ResponseWriter, r *http.Request) {
 		h.Set("Keep-Alive", "timeout=5")
 		h.Set("Proxy-Authenticate", "Basic")
 		io.WriteString(w, "upstream body")
+	case "switching-protocols":
+		// 101 then the raw connection, held open and dripping: no deadline covers it.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+			drip(c, "x")
+		})
+	case "switching-protocols-bare":
+		// 101 without Upgrade: the transport reads it as a final answer with no body.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+			drip(c, "x")
+		})
+	case "continue-then-ok":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		})
+	case "early-hints-flood":
+		u.raw(w, func(c net.Conn) {
+			for { // until the broker hangs up
+				if _, err := io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"); err != nil {
+					return
+				}
+			}
+		})
+	case "early-hints-echo":
+		// The credential in an informational answer's headers, then a final answer.
+		cred := r.Header.Get(secCredHeader)
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nX-Echo: "+cred+"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nfine")
+		})
+	case "drip-body":
+		// Honest headers, then one body byte every few milliseconds, never finishing.
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+			drip(c, "d")
+		})
+	case "drip-chunked":
+		u.raw(w, func(c net.Conn) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			drip(c, "1\r\nc\r\n")
+		})
+	case "trailer-echo":
+		// The credential in a trailer: the transport keeps trailers apart, and they never reach
+		// the guest.
+		cred := r.Header.Get(secCredHeader)
+		h.Set("Trailer", "X-Echo")
+		io.WriteString(w, "body")
+		w.(http.Flusher).Flush()
+		h.Set("X-Echo", cred)
+	case "gzip-anyway":
+		// Compresses an echo of the credential although the broker asked for identity.
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		io.WriteString(zw, "you sent "+r.Header.Get(secCredHeader))
+		zw.Close()
+		h.Set("Content-Encoding", "gzip")
+		w.Write(buf.Bytes())
+	case "br-anyway":
+		h.Set("Content-Encoding", "br")
+		io.WriteString(w, "\x1b\x03\x00not really brotli")
+	case "identity-declared":
+		h.Set("Content-Encoding", "identity")
+		io.WriteString(w, "plain")
+	case "gzip-empty":
+		h.Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusNoContent)
+	case "partial-unasked":
+		h.Set("Content-Range", "bytes 0-3/10")
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, "part")
 	case "hold":
 		// Holds the request until the broker gives up on it, and says so.
 		<-r.Context().Done()
@@ -312,6 +631,17 @@ func (u *recorder) raw(w http.ResponseWriter, write func(net.Conn)) {
 	}
 	defer c.Close()
 	write(c)
+}
+
+// drip writes unit to c every few milliseconds until the peer hangs up: an upstream that never
+// finishes. The pause is the upstream's pace, not a wait for a state.
+func drip(c net.Conn, unit string) {
+	for {
+		if _, err := io.WriteString(c, unit); err != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // reset closes c with an RST rather than a FIN.
@@ -352,12 +682,13 @@ routes:
   - POST /pets
   - GET /pets/*/toys
   - GET /fault/*
-budget:
+%sbudget:
   calls: %d
 limits:
 %s`
 
-// lim is a case's profile limits, by field name; "budget" sets budget.calls.
+// lim is a case's profile limits, by field name; "budget" sets budget.calls, "request_headers"
+// and "health_check" set those fields (YAML flow values).
 type lim map[string]string
 
 // secProfile writes and loads the suite's profile for the upstream at base.
@@ -365,13 +696,16 @@ func secProfile(t *testing.T, base string, l lim) *profiles.Profile {
 	t.Helper()
 	fields := map[string]string{"run_timeout": "20s", "call_timeout": "5s",
 		"max_response_bytes": fmt.Sprint(secMaxResponse)}
-	budget := "100"
+	budget, top := "100", ""
 	for k, v := range l {
-		if k == "budget" {
+		switch k {
+		case "budget":
 			budget = v
-			continue
+		case "request_headers", "health_check":
+			top += k + ": " + v + "\n"
+		default:
+			fields[k] = v
 		}
-		fields[k] = v
 	}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
@@ -385,7 +719,7 @@ func secProfile(t *testing.T, base string, l lim) *profiles.Profile {
 	var n int
 	fmt.Sscan(budget, &n)
 	path := filepath.Join(t.TempDir(), "sec.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(secProfileYAML, base, n, limits.String())), 0o600))
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(secProfileYAML, base, top, n, limits.String())), 0o600))
 	p, err := profiles.LoadFile(path)
 	require.NoError(t, err)
 	return p

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,7 +192,7 @@ func (d *decoder) fail(field, format string, args ...any) {
 	}
 }
 
-var topFields = []string{"base_url", "credential", "routes", "health_check", "preamble", "budget", "limits"}
+var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits"}
 
 func (d *decoder) profile(raw map[string]any) *Profile {
 	d.unknown("", raw, topFields)
@@ -199,6 +200,7 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 	p.BaseURL = d.baseURL(raw["base_url"])
 	p.Credential = d.credential(raw["credential"])
 	p.Routes = d.routes(raw["routes"])
+	p.RequestHeaders = d.requestHeaders(raw["request_headers"], p.Credential.Header)
 	p.HealthCheck = d.healthCheck(raw["health_check"])
 	p.Preamble = d.preamble(raw["preamble"])
 	d.budget(raw["budget"], &p.Budget)
@@ -210,13 +212,13 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 func (d *decoder) unknown(prefix string, m map[string]any, known []string) {
 	var extra []string
 	for k := range m {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			extra = append(extra, k)
 		}
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		d.fail(join(prefix, extra[0]), "unknown field (known: %s)", strings.Join(known, ", "))
+		d.fail(strings.TrimPrefix(prefix+"."+extra[0], "."), "unknown field (known: %s)", strings.Join(known, ", "))
 	}
 }
 
@@ -265,14 +267,14 @@ func (d *decoder) credential(v any) Credential {
 	if h, ok := d.str("credential.header", m["header"], false); ok && h != "" {
 		c.Header = h
 	}
-	if !isToken(c.Header) {
+	if !IsToken(c.Header) {
 		d.fail("credential.header", "%q is not a valid header name", c.Header)
 	}
 	if framingHeaders[http.CanonicalHeaderKey(c.Header)] {
 		d.fail("credential.header", "%q frames or routes the request: the HTTP client drops or misreads it", c.Header)
 	}
 	c.Scheme, _ = d.str("credential.scheme", m["scheme"], false)
-	if c.Scheme != "" && !isToken(c.Scheme) {
+	if c.Scheme != "" && !IsToken(c.Scheme) {
 		d.fail("credential.scheme", "%q must be a single token such as Bearer", c.Scheme)
 	}
 	c.Env, _ = d.str("credential.env", m["env"], false)
@@ -528,33 +530,4 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func join(prefix, field string) string {
-	if prefix == "" {
-		return field
-	}
-	return prefix + "." + field
 }

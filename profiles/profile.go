@@ -9,15 +9,17 @@ import (
 
 // Profile is one validated grant profile. It is immutable after Load.
 type Profile struct {
-	Name        string     // the file's base name without extension
-	File        string     // where it was loaded from
-	BaseURL     *url.URL   // scheme, host, port and path only
-	Credential  Credential // how the secret reaches the upstream
-	Routes      []Route    // compiled at load, in file order
-	HealthCheck *Route     // optional; a GET of a concrete path
-	Preamble    string     // optional; absolute path of a generated client library
-	Budget      Budget     // forwarded calls per run
-	Limits      Limits     // resource limits, defaults filled in
+	Name       string     // the file's base name without extension
+	File       string     // where it was loaded from
+	BaseURL    *url.URL   // scheme, host, port and path only
+	Credential Credential // how the secret reaches the upstream
+	Routes     []Route    // compiled at load, in file order
+	// RequestHeaders are the headers a tool may send beyond DefaultRequestHeaders; canonical.
+	RequestHeaders []string
+	HealthCheck    *Route // optional; a GET of a concrete path
+	Preamble       string // optional; absolute path of a generated client library
+	Budget         Budget // forwarded calls per run
+	Limits         Limits // resource limits, defaults filled in
 }
 
 // Credential says where the secret comes from and how it is sent. The secret itself is resolved

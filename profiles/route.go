@@ -123,3 +123,17 @@ func checkPattern(p string) error {
 
 // concrete reports whether a pattern has no wildcard.
 func (r Route) concrete() bool { return !strings.Contains(r.Pattern, "*") }
+
+// Match returns the first granted route that method and path fall under. A route matches only
+// paths with one '/' per segment of its pattern ("/" counts as one), so routes of another
+// length are skipped without being walked.
+func (p *Profile) Match(method, path string) (*Route, bool) {
+	slashes := strings.Count(path, "/")
+	for i := range p.Routes {
+		r := &p.Routes[i]
+		if max(len(r.segments), 1) == slashes && r.Match(method, path) {
+			return r, true
+		}
+	}
+	return nil, false
+}

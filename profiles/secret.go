@@ -47,29 +47,3 @@ func (p *Profile) HeaderValue(s Secret) string {
 	}
 	return p.Credential.Scheme + " " + s.Value()
 }
-
-// ReadPreamble returns the generated client library the profile names, or "" when none.
-func (p *Profile) ReadPreamble() (string, error) {
-	if p.Preamble == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(p.Preamble)
-	if err != nil {
-		return "", fmt.Errorf("profile %s: preamble: %w", p.Name, err)
-	}
-	return string(b), nil
-}
-
-// Match returns the first granted route that method and path fall under. A route matches only
-// paths with one '/' per segment of its pattern ("/" counts as one), so routes of another
-// length are skipped without being walked.
-func (p *Profile) Match(method, path string) (*Route, bool) {
-	slashes := strings.Count(path, "/")
-	for i := range p.Routes {
-		r := &p.Routes[i]
-		if max(len(r.segments), 1) == slashes && r.Match(method, path) {
-			return r, true
-		}
-	}
-	return nil, false
-}

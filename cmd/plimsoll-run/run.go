@@ -42,9 +42,7 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 	// Every run writes exactly one audit line, so refusals before the sandbox starts write one too.
 	refuse := func(err error) int {
 		fmt.Fprintf(e.stderr, "plimsoll-run: %v\n", err)
-		a := broker.Audit{RunID: broker.NewRunID(), Profile: f.profile, Tool: toolName(toolArg),
-			Status: broker.StatusError, Error: err.Error()}
-		writeAudit(f.audit, a, e)
+		writeAudit(f.audit, broker.NewAudit("", f.profile, toolName(toolArg), broker.StatusError, err), e)
 		return exitConfig
 	}
 	profile, err := profiles.Load(profilesDir(f.profiles, e), f.profile)
@@ -83,6 +81,10 @@ func report(res host.Result, f runFlags, e env) int {
 		fmt.Fprintln(e.stdout)
 	}
 	e.stderr.Write(res.Log)
+	if len(res.Log) > 0 && res.Log[len(res.Log)-1] != '\n' {
+		// The guest's last line is cut here, so nothing it wrote can run into the lines below.
+		fmt.Fprintln(e.stderr)
+	}
 	code := exitOK
 	if res.Err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run: %v\n", res.Err)
@@ -113,7 +115,8 @@ func writeTraceFile(path string, trace []broker.TraceEntry) error {
 	return fh.Close()
 }
 
-// writeAudit appends the audit line to path, or writes it to stderr when path is empty.
+// writeAudit appends the audit line to path, or writes it to stderr when path is empty. On
+// stderr it is the last line written: report writes everything else first.
 func writeAudit(path string, a broker.Audit, e env) {
 	if path == "" {
 		e.stderr.Write(a.Line())
