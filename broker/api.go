@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -30,12 +31,12 @@ type Response struct {
 type Outcome string
 
 const (
-	Forwarded  Outcome = "forwarded"
-	Shed       Outcome = "shed"
-	Denied     Outcome = "denied"
-	OverBudget Outcome = "over_budget"
-	Invalid    Outcome = "invalid"
-	Failed     Outcome = "failed"
+	Forwarded  Outcome = abi.Forwarded
+	Shed       Outcome = abi.Shed
+	Denied     Outcome = abi.Denied
+	OverBudget Outcome = abi.OverBudget
+	Invalid    Outcome = abi.Invalid
+	Failed     Outcome = abi.Failed
 )
 
 // Config builds a Broker.

@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plimsoll/plimsoll/abi"
 )
 
 // OutcomeHeader tells the guest the broker answered a call itself, and why.
-const OutcomeHeader = "Plimsoll-Outcome"
+const OutcomeHeader = abi.OutcomeHeader
 
 // envelope is the response envelope's JSON shape; exactly one of Body and BodyBase64 is set.
 type envelope struct {

@@ -263,13 +263,16 @@ func (d *decoder) check(n *yaml.Node, s *Scenario) {
 }
 
 func (d *decoder) grant(n *yaml.Node) Grant {
-	f := d.fields(n, "grant", "routes", "health_check", "budget", "limits")
+	f := d.fields(n, "grant", "routes", "request_headers", "health_check", "budget", "limits")
 	var g Grant
 	if f["routes"] == nil {
 		d.fail(n, "grant.routes", "is required")
 		return g
 	}
 	g.Routes = d.strings(f["routes"], "grant.routes")
+	if h := f["request_headers"]; h != nil {
+		g.RequestHeaders = d.strings(h, "grant.request_headers")
+	}
 	if h := f["health_check"]; h != nil {
 		g.HealthCheck = d.str(h, "grant.health_check")
 	}

@@ -178,6 +178,9 @@ func loadGrant(s *Scenario, upstreamURL string) (*profiles.Profile, error) {
 		"routes":     s.Grant.Routes,
 		"limits":     limits,
 	}
+	if len(s.Grant.RequestHeaders) > 0 {
+		doc["request_headers"] = s.Grant.RequestHeaders
+	}
 	if s.Grant.HealthCheck != "" {
 		doc["health_check"] = s.Grant.HealthCheck
 	}

@@ -29,10 +29,11 @@ type Scenario struct {
 
 // Grant is the scenario's grant profile, less base_url and credential, which the runner supplies.
 type Grant struct {
-	Routes      []string
-	HealthCheck string
-	Budget      int               // 0 means the profile default
-	Limits      map[string]string // passed to the profile's limits as they are
+	Routes         []string
+	HealthCheck    string
+	RequestHeaders []string          // the profile's request_headers: names beyond the broker's defaults
+	Budget         int               // 0 means the profile default
+	Limits         map[string]string // passed to the profile's limits as they are
 }
 
 // UpstreamRoute is one scripted route of the upstream. The n-th request matching it gets

@@ -17,7 +17,7 @@ import (
 func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, input []byte) Result {
 	runID := broker.NewRunID()
 	if p == nil {
-		return unbrokered(runID, tool, setupError("load the profile", errors.New("no profile given")))
+		return unbrokered(runID, "", tool, setupError("load the profile", errors.New("no profile given")))
 	}
 	if !rt.enter() {
 		return rt.refused(runID, tool, p, ErrClosed)
@@ -34,9 +34,7 @@ func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, inpu
 	secret, secretErr := p.ResolveSecret(rt.getenv)
 	b, err := rt.newBroker(runID, tool, p, secret)
 	if err != nil {
-		res := unbrokered(runID, tool, setupError("start the broker", err))
-		res.Audit.Profile = p.Name
-		return res
+		return unbrokered(runID, p.Name, tool, setupError("start the broker", err))
 	}
 	var res Result
 	if secretErr != nil {
@@ -77,16 +75,15 @@ func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secre
 func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
 	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{})
 	if berr != nil {
-		res := unbrokered(runID, tool, err)
-		res.Audit.Profile = p.Name
-		return res
+		return unbrokered(runID, p.Name, tool, err)
 	}
 	return Result{Err: err, Audit: b.Finish(statusOf(err), err)}
 }
 
-// unbrokered builds the audit line itself, for a run the broker cannot serve (no profile).
-func unbrokered(runID string, tool Tool, err error) Result {
-	return Result{Err: err, Audit: broker.Audit{RunID: runID, Tool: tool.Name, Status: statusOf(err), Error: err.Error()}}
+// unbrokered is the result of a run the broker cannot serve (no profile, or a profile it
+// refuses); profile is "" when there is none.
+func unbrokered(runID, profile string, tool Tool, err error) Result {
+	return Result{Err: err, Audit: broker.NewAudit(runID, profile, tool.Name, statusOf(err), err)}
 }
 
 // belowMinimum is a memory limit smaller than what a module needs to start.

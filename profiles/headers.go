@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/plimsoll/plimsoll/abi"
 )
 
 // DefaultRequestHeaders are the request headers every tool may send. Each one describes what the
@@ -33,7 +35,7 @@ var reserved = func() map[string]string {
 	}
 	add("the broker owns it", "Authorization", "Proxy-Authorization", "Cookie", "Host", "Forwarded",
 		"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
-		"Expect", "X-Real-Ip", "Plimsoll-Outcome")
+		"Expect", "X-Real-Ip", abi.OutcomeHeader)
 	add("the broker decides how response bodies are encoded and that they arrive whole",
 		"Accept-Encoding", "Range", "If-Range", "Want-Digest", "Want-Content-Digest", "Want-Repr-Digest")
 	add("it overrides the method or path the grant matched", "X-Http-Method-Override", "X-Http-Method",

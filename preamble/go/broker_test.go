@@ -91,7 +91,7 @@ func TestAgainstTheBroker(t *testing.T) {
 			w.WriteHeader(201)
 			w.Write([]byte{0, 1, 0xff})
 		}
-	}, "routes: [GET /items, POST /items, GET /big]\nbudget:\n  calls: 4\n")
+	}, "routes: [GET /items, POST /items, GET /big]\nrequest_headers: [X-Tag]\nbudget:\n  calls: 4\n")
 
 	resp, err := Post("/items", map[string]string{"name": "anchor"}, WithHeader("X-Tag", "a", "b"), WithQuery("t", "x y"))
 	require.NoError(t, err)
