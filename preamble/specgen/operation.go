@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // parseTemplate splits a path template into literal text and {parameter} slots, and checks that
@@ -113,19 +115,6 @@ func refusedHeader(name string, credential map[string]bool) bool {
 	return strings.HasPrefix(n, "x-forwarded-") || strings.HasPrefix(n, "proxy-") || credential[n]
 }
 
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(isIdentByte(c) && c != '$' || strings.IndexByte("!#$%&'*+-.^`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // newOperation builds one Operation, or returns nil and the reason it must be skipped.
 // credential holds the lower-cased header names the profile's credential may use.
 func newOperation(item *openapi3.PathItem, op *openapi3.Operation, method, path string, credential map[string]bool) (*Operation, string) {
@@ -186,7 +175,7 @@ func newOperation(item *openapi3.PathItem, op *openapi3.Operation, method, path 
 				continue
 			case in == "header" && ignoredHeaders[strings.ToLower(k.name)]:
 				continue
-			case in == "header" && !isToken(k.name):
+			case in == "header" && !profiles.IsToken(k.name):
 				o.noteList = append(o.noteList, "header parameter "+quoteForMessage(k.name)+" left out: not a valid header name")
 				continue
 			case in == "header" && refusedHeader(k.name, credential):

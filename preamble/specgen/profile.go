@@ -152,7 +152,7 @@ func (s *Spec) Credential() Credential {
 		switch {
 		case ss.Type == "http" && strings.EqualFold(ss.Scheme, "bearer"):
 			return Credential{Header: "Authorization", Scheme: "Bearer"}
-		case ss.Type == "apiKey" && ss.In == "header" && isToken(ss.Name) && !refusedHeader(ss.Name, nil):
+		case ss.Type == "apiKey" && ss.In == "header" && profiles.IsToken(ss.Name) && !refusedHeader(ss.Name, nil):
 			return Credential{Header: ss.Name}
 		}
 		if first == "" {
@@ -292,6 +292,12 @@ func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	for _, r := range s.Routes() {
 		b.WriteString("  - " + yamlScalar(r) + "\n")
 	}
+	if names := s.headerParams(); len(names) > 0 {
+		b.WriteString("request_headers: # the header parameters the document declares\n")
+		for _, n := range names {
+			b.WriteString("  - " + yamlScalar(n) + "\n")
+		}
+	}
 	if tagged {
 		b.WriteString("health_check: " + yamlScalar(health) + "\n")
 	} else {
@@ -303,6 +309,26 @@ func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	}
 	fmt.Fprintf(&b, "budget:\n  calls: %d\n", profiles.DefaultBudgetCalls)
 	return []byte(b.String()), nil
+}
+
+// headerParams lists, sorted and once each, the header parameters the generated client may send
+// that the broker does not allow by default, so the profile grants them (request_headers).
+func (s *Spec) headerParams() []string {
+	seen := map[string]bool{}
+	for _, h := range profiles.DefaultRequestHeaders {
+		seen[profiles.CanonicalUnderscored(h)] = true
+	}
+	var names []string
+	for _, op := range s.Ops {
+		for _, p := range op.Params {
+			if c := profiles.CanonicalUnderscored(p.Name); p.In == "header" && !seen[c] {
+				seen[c] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // yamlScalar writes s as a plain YAML scalar when that is unambiguous, and as a double-quoted

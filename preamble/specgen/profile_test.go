@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 type profileYAML struct {
@@ -151,4 +153,39 @@ func TestWriteAll(t *testing.T) {
 	require.Equal(t, "GET /status", prof.HealthCheck)
 
 	require.EqualError(t, WriteAll(s, dir, "../evil"), `specgen: name "../evil": use letters, digits, '-' and '_' only`)
+}
+
+// Header parameters the broker does not allow by default are granted in request_headers, once
+// each; the profile loads.
+func TestProfileGrantsHeaderParameters(t *testing.T) {
+	doc := []byte(`openapi: 3.0.3
+info: {title: Acme, version: '1'}
+servers: [{url: 'http://127.0.0.1:8080'}]
+paths:
+  /w:
+    get:
+      parameters:
+        - {name: X-Widget-Tag, in: header, schema: {type: string}}
+        - {name: Accept, in: header, schema: {type: string}}
+      responses: {'200': {description: ok}}
+    post:
+      parameters:
+        - {name: X-Widget-Tag, in: header, schema: {type: string}}
+        - {name: X-Batch, in: header, schema: {type: string}}
+      responses: {'200': {description: ok}}
+`)
+	s, err := Parse(doc)
+	require.NoError(t, err)
+	p, err := s.Profile(ProfileOptions{Name: "acme"})
+	require.NoError(t, err)
+	var out struct {
+		RequestHeaders []string `yaml:"request_headers"`
+	}
+	require.NoError(t, yaml.Unmarshal(p, &out))
+	require.Equal(t, []string{"X-Batch", "X-Widget-Tag"}, out.RequestHeaders, string(p))
+	path := filepath.Join(t.TempDir(), "acme.yaml")
+	require.NoError(t, os.WriteFile(path, p, 0o644))
+	loaded, err := profiles.LoadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"X-Batch", "X-Widget-Tag"}, loaded.RequestHeaders)
 }
