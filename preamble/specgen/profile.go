@@ -14,7 +14,6 @@ import (
 // PlaceholderBaseURL is written as base_url when the document names no usable absolute server.
 const PlaceholderBaseURL = "http://127.0.0.1:8080"
 
-
 // Routes returns the profile's route list: one "METHOD /path" per operation, every segment
 // holding a {parameter} written as '*'. Paths are relative to base_url's path.
 func (s *Spec) Routes() []string {
