@@ -8,8 +8,10 @@
 // It imports nothing of plimsoll's and builds for every GOOS, wasip1 included.
 package abi
 
-// Version is the ABI version these constants describe.
-const Version = 1
+// Version is the newest ABI version these constants describe. Version 1 is host_call and
+// host_response; version 2 adds the concurrent calls (host_submit, host_wait, host_result), and
+// a version 1 guest runs unchanged on a version 2 host.
+const Version = 2
 
 // Module is the import module a guest calls the host through; WASIModule is the only other one
 // a guest may import.
@@ -18,10 +20,13 @@ const (
 	WASIModule = "wasi_snapshot_preview1"
 )
 
-// The plimsoll module's functions.
+// The plimsoll module's functions: version 1's blocking call, and version 2's concurrent calls.
 const (
 	HostCall     = "host_call"
 	HostResponse = "host_response"
+	HostSubmit   = "host_submit"
+	HostWait     = "host_wait"
+	HostResult   = "host_result"
 )
 
 // Return codes of host_call and host_response. A non-negative return is an envelope length.
@@ -30,7 +35,12 @@ const (
 	ErrNoPending int32 = -2 // host_response: there is no pending response
 	ErrTooSmall  int32 = -3 // host_response: the buffer is smaller than the pending response
 	ErrNoRun     int32 = -4 // called outside a run (for example during _initialize)
+	ErrInflight  int32 = -5 // host_submit: limits.max_inflight calls are in flight; wait first
+	ErrUnknown   int32 = -6 // host_result: no completed, unread call has this id
 )
+
+// WaitForever as host_wait's timeout_ms waits until a call completes or the run ends.
+const WaitForever uint32 = 0xffffffff
 
 // CodeName returns the ABI name of a negative return code ("ERR_BOUNDS"), or "" for any other
 // value.
@@ -56,6 +66,8 @@ var Codes = []Code{
 	{"ERR_NO_PENDING", ErrNoPending, "host_response: there is no pending response"},
 	{"ERR_TOO_SMALL", ErrTooSmall, "host_response: the buffer is smaller than the pending response"},
 	{"ERR_NO_RUN", ErrNoRun, "called outside a run; nothing was recorded"},
+	{"ERR_INFLIGHT", ErrInflight, "host_submit: limits.max_inflight calls are in flight; wait first"},
+	{"ERR_UNKNOWN", ErrUnknown, "host_result: no completed, unread call has this id"},
 }
 
 // Entry points a guest exports: a reactor has Initialize and Run, a command has Start.

@@ -21,7 +21,8 @@ func TestCodesAreDistinctAndNamed(t *testing.T) {
 		assert.Equal(t, c.Name, abi.CodeName(c.Value))
 	}
 	assert.Equal(t, map[int32]string{abi.ErrBounds: "ERR_BOUNDS", abi.ErrNoPending: "ERR_NO_PENDING",
-		abi.ErrTooSmall: "ERR_TOO_SMALL", abi.ErrNoRun: "ERR_NO_RUN"}, seen)
+		abi.ErrTooSmall: "ERR_TOO_SMALL", abi.ErrNoRun: "ERR_NO_RUN", abi.ErrInflight: "ERR_INFLIGHT",
+		abi.ErrUnknown: "ERR_UNKNOWN"}, seen)
 	assert.Empty(t, abi.CodeName(0), "a length has no name")
 	assert.Empty(t, abi.CodeName(-99))
 }
@@ -44,21 +45,25 @@ func TestABIDocumentAgrees(t *testing.T) {
 	doc, err := os.ReadFile("../preamble/ABI.md")
 	require.NoError(t, err)
 	text := string(doc)
+	states := func(want string) {
+		t.Helper()
+		assert.True(t, strings.Contains(text, want), "preamble/ABI.md does not state %q", want)
+	}
 	for _, c := range abi.Codes {
-		assert.Contains(t, text, fmt.Sprintf("| %d | `%s` |", c.Value, c.Name))
+		states(fmt.Sprintf("| %d | `%s` |", c.Value, c.Name))
 	}
 	for _, f := range abi.Funcs {
 		params := make([]string, len(f.Params))
 		for i, n := range f.ParamNames {
 			params[i] = n + ": i32"
 		}
-		assert.Contains(t, text, fmt.Sprintf("%s(%s) -> i32", f.Name, strings.Join(params, ", ")))
+		states(fmt.Sprintf("%s(%s) -> i32", f.Name, strings.Join(params, ", ")))
 	}
 	for _, o := range abi.Outcomes {
-		assert.Contains(t, text, "| "+o+" |", "the outcome table lists %s", o)
+		states("| " + o + " |")
 	}
-	assert.Contains(t, text, "`"+abi.OutcomeHeader+"`")
-	assert.Contains(t, text, fmt.Sprintf("version %d", abi.Version))
+	states("`" + abi.OutcomeHeader + "`")
+	states(fmt.Sprintf("version %d", abi.Version))
 }
 
 func TestCHeaderNamesEverything(t *testing.T) {

@@ -20,6 +20,7 @@ func CHeader() []byte {
 	b.WriteString("\n/* Results of run(). */\n")
 	fmt.Fprintf(&b, "#define ABI_EXIT_OK %d\n#define ABI_EXIT_FAILED %d\n#define ABI_EXIT_LIMITED %d\n\n",
 		ExitOK, ExitFailed, ExitLimited)
+	fmt.Fprintf(&b, "#define ABI_WAIT_FOREVER 0x%xu /* host_wait's timeout_ms: until a call completes or the run ends */\n\n", WaitForever)
 	fmt.Fprintf(&b, "#define ABI_OUTCOME_HEADER %q\n", OutcomeHeader)
 	for _, o := range Outcomes {
 		fmt.Fprintf(&b, "#define ABI_OUTCOME_%s %q\n", strings.ToUpper(o), o)

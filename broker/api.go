@@ -67,7 +67,7 @@ const (
 
 // TraceEntry is one guest call in the run's call trace (one JSON line each).
 type TraceEntry struct {
-	Seq            int     `json:"seq"`
+	Seq            int     `json:"seq"` // submission order, from 1
 	TMs            int64   `json:"t_ms"`
 	Method         string  `json:"method"`
 	Path           string  `json:"path"`

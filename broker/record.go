@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -15,6 +16,7 @@ func (r *Broker) answer(entry TraceEntry, resp Response, outcome Outcome, reason
 }
 
 // record appends a trace entry and counts it, in one critical section so the two always agree.
+// t0 is the call's submission: t_ms and latency_ms count from it.
 func (r *Broker) record(e TraceEntry, t0, t1 time.Time) {
 	e.TMs = t0.Sub(r.start).Milliseconds()
 	e.LatencyMs = float64(t1.Sub(t0).Microseconds()) / 1000
@@ -38,15 +40,17 @@ func (r *Broker) record(e TraceEntry, t0, t1 time.Time) {
 	case Failed:
 		r.counters.Failed++
 	}
-	e.Seq = len(r.trace) + 1
 	r.trace = append(r.trace, e)
 }
 
-// Trace returns a copy of the trace so far, in call order.
+// Trace returns a copy of the trace so far, in submission order (seq). Entries are recorded as
+// calls end, which with concurrent calls is another order.
 func (r *Broker) Trace() []TraceEntry {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]TraceEntry(nil), r.trace...)
+	t := append([]TraceEntry(nil), r.trace...)
+	r.mu.Unlock()
+	slices.SortFunc(t, func(a, b TraceEntry) int { return a.Seq - b.Seq })
+	return t
 }
 
 // Counters returns the tallies so far; after Finish, those of the audit line.

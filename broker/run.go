@@ -33,13 +33,14 @@ type Broker struct {
 	runID      string
 	tool       string
 
-	mu       sync.Mutex
-	breaker  *breaker.Breaker
-	spent    int // forwarded calls charged to the budget
-	counters Counters
-	trace    []TraceEntry
-	finished bool
-	final    Counters // the counters as the audit line gave them; set by Finish
+	mu        sync.Mutex
+	breaker   *breaker.Breaker
+	submitted int // calls numbered so far (Submit)
+	spent     int // forwarded calls charged to the budget
+	counters  Counters
+	trace     []TraceEntry
+	finished  bool
+	final     Counters // the counters as the audit line gave them; set by Finish
 }
 
 // New builds a Broker. The profile must come from profiles.Load*, so its routes are compiled.
@@ -93,46 +94,76 @@ func (r *Broker) GoString() string { return r.String() }
 // ID is the run id written on the audit line.
 func (r *Broker) ID() string { return r.runID }
 
+// Ticket is a call's place in the run: its trace seq, in submission order, and when it was
+// submitted. Submit hands them out; a call made without one gets one on arrival.
+type Ticket struct {
+	seq int
+	at  time.Time
+}
+
+// Submit numbers the next call. With concurrent calls (ABI v2) the host submits each call as the
+// guest makes it, so the trace's seq is the order of submission whatever order calls end in.
+func (r *Broker) Submit() Ticket {
+	r.mu.Lock()
+	r.submitted++
+	seq := r.submitted
+	r.mu.Unlock()
+	return Ticket{seq: seq, at: r.now()}
+}
+
 // CallEnvelope decodes a request envelope strictly, handles it, and returns the encoded response
 // envelope. This is what host_call invokes.
 func (r *Broker) CallEnvelope(ctx context.Context, raw []byte) []byte {
+	return r.CallEnvelopeTicket(ctx, r.Submit(), raw)
+}
+
+// CallEnvelopeTicket is CallEnvelope for a call submitted earlier.
+func (r *Broker) CallEnvelopeTicket(ctx context.Context, tk Ticket, raw []byte) []byte {
 	req, err := DecodeRequest(raw)
 	if err != nil {
-		return EncodeResponse(r.refuse(req, err))
+		return EncodeResponse(r.refuse(tk, req, err))
 	}
-	return EncodeResponse(r.Call(ctx, req))
+	return EncodeResponse(r.call(ctx, tk, req))
 }
 
 // Refuse records a call that was invalid before it could be decoded (over the size cap, out of
 // guest memory) and returns the encoded 400 response envelope.
 func (r *Broker) Refuse(reason string) []byte {
-	return EncodeResponse(r.refuse(Request{}, invalidf(reason)))
+	return r.RefuseTicket(r.Submit(), reason)
 }
 
-func (r *Broker) refuse(req Request, err error) Response {
+// RefuseTicket is Refuse for a call submitted earlier.
+func (r *Broker) RefuseTicket(tk Ticket, reason string) []byte {
+	return EncodeResponse(r.refuse(tk, Request{}, invalidf(reason)))
+}
+
+func (r *Broker) refuse(tk Ticket, req Request, err error) Response {
 	reason := err.Error()
 	var inv *InvalidError
 	if errors.As(err, &inv) {
 		reason = inv.Reason
 	}
-	t := r.now()
 	resp := ownAnswer(http.StatusBadRequest, Invalid, reason, nil)
-	r.record(TraceEntry{Method: safeMethod(req.Method), Path: safePath(req.Path), Outcome: Invalid,
-		Status: resp.Status, Reason: reason}, t, t)
+	r.record(TraceEntry{Seq: tk.seq, Method: safeMethod(req.Method), Path: safePath(req.Path),
+		Outcome: Invalid, Status: resp.Status, Reason: reason}, tk.at, r.now())
 	return resp
 }
 
 // Call handles one decoded guest call: validate, grant (route and headers), breaker, budget,
 // forward, record.
 func (r *Broker) Call(ctx context.Context, req Request) Response {
+	return r.call(ctx, r.Submit(), req)
+}
+
+func (r *Broker) call(ctx context.Context, tk Ticket, req Request) Response {
 	if err := Validate(&req, r.credHeader); err != nil {
-		return r.refuse(req, err)
+		return r.refuse(tk, req, err)
 	}
 	if err := r.checkAllowed(req.Headers); err != nil {
-		return r.refuse(req, err)
+		return r.refuse(tk, req, err)
 	}
-	t0 := r.now()
-	entry := TraceEntry{Method: req.Method, Path: req.Path}
+	t0 := tk.at // decisions are taken as of the call's submission, and the trace counts from it
+	entry := TraceEntry{Seq: tk.seq, Method: req.Method, Path: req.Path}
 	route, ok := r.profile.Match(req.Method, req.Path)
 	if !ok {
 		reason := fmt.Sprintf("no granted route matches %s %s", req.Method, req.Path)

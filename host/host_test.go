@@ -315,7 +315,7 @@ func TestSetupFailuresStillAudit(t *testing.T) {
 		{"input not JSON", js, profile(t, ps.URL, ""), []byte(`{"id":`), "read the input: the input is not valid JSON"},
 		{"imports env.foo", WasmTool("foo", testguest.ImportsEnvFoo), profile(t, ps.URL, ""), nil,
 			"check the module's imports: guest imports env.foo, which plimsoll does not provide " +
-				"(allowed: wasi_snapshot_preview1, plimsoll.host_call, plimsoll.host_response)"},
+				"(allowed: wasi_snapshot_preview1, plimsoll.host_call, plimsoll.host_response, plimsoll.host_submit, plimsoll.host_wait, plimsoll.host_result)"},
 		{"not wasm", WasmTool("junk", []byte("\x00asm junk")), profile(t, ps.URL, ""), nil, "compile the module: "},
 		{"empty tool", Tool{Name: "nothing"}, profile(t, ps.URL, ""), nil,
 			"load the tool: the tool has neither JavaScript source nor a wasm module"},

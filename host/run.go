@@ -139,6 +139,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 	st.session = hostfuncs.NewSession(b, st.limits)
 
 	ret, callErr := rt.call(st, stdin)
+	st.session.Close() // calls still in flight end now, and are recorded before the audit line
 	if st.inst != nil {
 		defer st.inst.close(context.Background())
 	}

@@ -41,17 +41,21 @@ type Session struct {
 	maxRequest int64
 	maxCalls   int
 
+	maxInflight int
+
 	calls      int
 	pending    []byte
 	hasPending bool
 	err        error
+	async      *concurrent // ABI v2 calls; nil until the first host_submit
 }
 
 // NewSession builds the state for one run. It uses limits.max_request_bytes and
 // limits.max_host_calls; a zero cap means the default (profiles.Limits.OrDefaults).
 func NewSession(b Broker, limits profiles.Limits) *Session {
 	limits = limits.OrDefaults()
-	return &Session{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls}
+	return &Session{broker: b, maxRequest: limits.MaxRequestBytes, maxCalls: limits.MaxHostCalls,
+		maxInflight: limits.MaxInflight}
 }
 
 // Calls is the number of host_call invocations made so far, refused ones included.
@@ -95,6 +99,9 @@ func Instantiate(ctx context.Context, r wazero.Runtime) error {
 var implementations = map[string]api.GoModuleFunc{
 	abi.HostCall:     hostCall,
 	abi.HostResponse: hostResponse,
+	abi.HostSubmit:   hostSubmit,
+	abi.HostWait:     hostWait,
+	abi.HostResult:   hostResult,
 }
 
 // valueTypes converts the ABI's value types to wazero's; both use the binary format's encoding.

@@ -56,7 +56,7 @@ func TestCheckImportsRefusesEnvFoo(t *testing.T) {
 	err := CheckImports(compile(t, testguest.ImportsEnvFoo))
 
 	require.EqualError(t, err, "guest imports env.foo, which plimsoll does not provide "+
-		"(allowed: wasi_snapshot_preview1, plimsoll.host_call, plimsoll.host_response)")
+		"(allowed: wasi_snapshot_preview1, plimsoll.host_call, plimsoll.host_response, plimsoll.host_submit, plimsoll.host_wait, plimsoll.host_result)")
 	var ie *ImportError
 	require.True(t, errors.As(err, &ie))
 	require.Equal(t, "env", ie.Module)

@@ -394,7 +394,7 @@ func (d *decoder) limits(v any, l *Limits) {
 		return
 	}
 	d.unknown("limits", m, []string{"run_timeout", "call_timeout", "memory", "max_response_bytes",
-		"max_request_bytes", "max_output_bytes", "max_log_bytes", "max_host_calls"})
+		"max_request_bytes", "max_output_bytes", "max_log_bytes", "max_host_calls", "max_inflight"})
 	d.duration("limits.run_timeout", m["run_timeout"], &l.RunTimeout)
 	d.duration("limits.call_timeout", m["call_timeout"], &l.CallTimeout)
 	d.size("limits.memory", m["memory"], &l.Memory, MinMemory, MaxMemory)
@@ -407,6 +407,12 @@ func (d *decoder) limits(v any, l *Limits) {
 			d.fail("limits.max_host_calls", "must be at least 1")
 		}
 		l.MaxHostCalls = n
+	}
+	if n, ok := d.count("limits.max_inflight", m["max_inflight"]); ok {
+		if n < 1 || n > MaxInflightLimit {
+			d.fail("limits.max_inflight", "must be from 1 to %d", MaxInflightLimit)
+		}
+		l.MaxInflight = n
 	}
 }
 

@@ -110,6 +110,7 @@ func TestLoadSameProfileInEveryFormat(t *testing.T) {
 			MaxOutputBytes:   profiles.DefaultLimits.MaxOutputBytes,
 			MaxLogBytes:      profiles.DefaultLimits.MaxLogBytes,
 			MaxHostCalls:     50,
+			MaxInflight:      8, // the default
 		},
 	}
 	for name, content := range files {
@@ -209,7 +210,7 @@ func profileYAML(set map[string]string) string {
 	return b.String()
 }
 
-const limitsKnown = "run_timeout, call_timeout, memory, max_response_bytes, max_request_bytes, max_output_bytes, max_log_bytes, max_host_calls"
+const limitsKnown = "run_timeout, call_timeout, memory, max_response_bytes, max_request_bytes, max_output_bytes, max_log_bytes, max_host_calls, max_inflight"
 
 func TestLoadRefusals(t *testing.T) {
 	cases := []struct {
@@ -332,6 +333,10 @@ func TestLoadRefusals(t *testing.T) {
 			"limits.memory", "5368709120 bytes is outside 16MiB–4GiB"},
 		{"request cap below 1KiB", map[string]string{"limits": "limits:\n  max_request_bytes: 100"},
 			"limits.max_request_bytes", "100 bytes is outside 1KiB–64MiB"},
+		{"max_inflight zero", map[string]string{"limits": "limits:\n  max_inflight: 0"},
+			"limits.max_inflight", "must be from 1 to 64"},
+		{"max_inflight over 64", map[string]string{"limits": "limits:\n  max_inflight: 65"},
+			"limits.max_inflight", "must be from 1 to 64"},
 		{"max_host_calls zero", map[string]string{"limits": "limits:\n  max_host_calls: 0"},
 			"limits.max_host_calls", "must be at least 1"},
 		{"max_host_calls negative", map[string]string{"limits": "limits:\n  max_host_calls: -1"},

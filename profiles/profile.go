@@ -46,7 +46,12 @@ type Limits struct {
 	MaxOutputBytes   int64         // guest stdout cap
 	MaxLogBytes      int64         // guest stderr cap
 	MaxHostCalls     int           // host_call invocations per run, any outcome
+	MaxInflight      int           // concurrent calls in flight at once (ABI v2), 1–MaxInflightLimit
 }
+
+// MaxInflightLimit bounds limits.max_inflight: each call in flight holds a goroutine, a
+// connection and up to limits.max_response_bytes of host memory.
+const MaxInflightLimit = 64
 
 // Defaults for Limits and Budget.
 var DefaultLimits = Limits{
@@ -58,6 +63,7 @@ var DefaultLimits = Limits{
 	MaxOutputBytes:   1 << 20,
 	MaxLogBytes:      1 << 20,
 	MaxHostCalls:     1000,
+	MaxInflight:      8,
 }
 
 const DefaultBudgetCalls = 100
@@ -80,6 +86,7 @@ func (l Limits) OrDefaults() Limits {
 	l.MaxOutputBytes = pick(l.MaxOutputBytes, d.MaxOutputBytes)
 	l.MaxLogBytes = pick(l.MaxLogBytes, d.MaxLogBytes)
 	l.MaxHostCalls = int(pick(int64(l.MaxHostCalls), int64(d.MaxHostCalls)))
+	l.MaxInflight = int(pick(int64(min(l.MaxInflight, MaxInflightLimit)), int64(d.MaxInflight)))
 	return l
 }
 

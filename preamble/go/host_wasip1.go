@@ -15,7 +15,34 @@ func hostCallImport(reqPtr, reqLen, respPtr, respCap uint32) int32
 //go:wasmimport plimsoll host_response
 func hostResponseImport(ptr, capacity uint32) int32
 
+//go:wasmimport plimsoll host_submit
+func hostSubmitImport(reqPtr, reqLen uint32) int32
+
+//go:wasmimport plimsoll host_wait
+func hostWaitImport(idsPtr, idsCap, timeoutMs uint32) int32
+
+//go:wasmimport plimsoll host_result
+func hostResultImport(id int32, ptr, capacity uint32) int32
+
 type wasmABI struct{}
+
+func (wasmABI) submit(req []byte) int32 {
+	n := hostSubmitImport(addr(req), uint32(len(req)))
+	runtime.KeepAlive(req)
+	return n
+}
+
+func (wasmABI) wait(ids []uint32, timeoutMs uint32) int32 {
+	n := hostWaitImport(uint32(uintptr(unsafe.Pointer(&ids[0]))), uint32(4*len(ids)), timeoutMs)
+	runtime.KeepAlive(ids)
+	return n
+}
+
+func (wasmABI) result(id int32, buf []byte) int32 {
+	n := hostResultImport(id, addr(buf), uint32(len(buf)))
+	runtime.KeepAlive(buf)
+	return n
+}
 
 func (wasmABI) hostCall(req, resp []byte) int32 {
 	n := hostCallImport(addr(req), uint32(len(req)), addr(resp), uint32(len(resp)))
@@ -38,6 +65,9 @@ func addr(b []byte) uint32 {
 }
 
 var host = &conn{imports: wasmABI{}}
+
+// calls is the dispatcher Go and Wait use.
+var calls = &dispatcher{imports: wasmABI{}}
 
 // roundTrip is the transport Do uses; tests on other platforms replace it.
 var roundTrip = host.exchange

@@ -18,6 +18,14 @@
 //	{"op":"raw","fn":"host_response","args":[ptr,cap],"pending":true}
 //	    the same for host_response (a negative ptr means "my buffer"); with pending, first make a
 //	    host_call with no room for the answer, so that a response is pending, and print its result
+//	{"op":"raw","fn":"host_submit","args":[req_ptr,req_len]}
+//	{"op":"raw","fn":"host_wait","args":[ids_ptr,ids_cap,timeout_ms]}
+//	{"op":"raw","fn":"host_result","args":[id,ptr,cap]}
+//	    the same for the ABI v2 imports (a negative pointer means "my buffer", which holds a small
+//	    GET envelope for host_submit, or "envelope" when given)
+//	{"op":"fanout","n":10,"path":"/pets/%d"}
+//	    n concurrent GETs (ABI v2, the Go preamble's Go and WaitAll) of path with the call's index,
+//	    then print "index status" for each, in call order
 //	{"op":"mark","msg":"<reversed marker>","n":N,"scan":true}
 //	    keep n copies of the marker (msg reversed) in memory; with scan, then print what scan finds
 //	{"op":"scan","msg":"<reversed marker>"}
@@ -38,6 +46,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,6 +54,8 @@ import (
 	"runtime"
 	"time"
 	"unsafe"
+
+	plimsoll "github.com/plimsoll/plimsoll/preamble/go"
 )
 
 //go:wasmimport plimsoll host_call
@@ -52,6 +63,15 @@ func hostCall(reqPtr, reqLen, respPtr, respCap uint32) int32
 
 //go:wasmimport plimsoll host_response
 func hostResponse(ptr, capacity uint32) int32
+
+//go:wasmimport plimsoll host_submit
+func hostSubmit(reqPtr, reqLen uint32) int32
+
+//go:wasmimport plimsoll host_wait
+func hostWait(idsPtr, idsCap, timeoutMs uint32) int32
+
+//go:wasmimport plimsoll host_result
+func hostResult(id int32, ptr, capacity uint32) int32
 
 type command struct {
 	Op       string  `json:"op"`
@@ -67,6 +87,7 @@ type command struct {
 	Fn       string  `json:"fn"`
 	Scan     bool    `json:"scan"`
 	Pending  bool    `json:"pending"`
+	Path     string  `json:"path"`
 }
 
 var counter int
@@ -86,6 +107,8 @@ func run() int32 {
 	switch c.Op {
 	case "call":
 		return call(c)
+	case "fanout":
+		return fanout(c)
 	case "raw":
 		return raw(c)
 	case "loop":
@@ -156,8 +179,36 @@ func call(c command) int32 {
 	return 0
 }
 
+// fanout makes n concurrent GETs of path (a format with one %d, the call's index) with the Go
+// preamble's Go and WaitAll, then prints each call's status, one a line, in call order.
+func fanout(c command) int32 {
+	calls := make([]*plimsoll.Call, c.N)
+	for i := range calls {
+		calls[i] = plimsoll.Go(plimsoll.Request{Method: "GET", Path: fmt.Sprintf(c.Path, i)})
+	}
+	_ = plimsoll.WaitAll(calls...) // each call's own answer is printed below
+	for i, call := range calls {
+		resp, err := call.Wait()
+		var oe *plimsoll.OutcomeError
+		switch {
+		case err == nil:
+			fmt.Println(i, resp.Status)
+		case errors.As(err, &oe):
+			fmt.Println(i, oe.Status, oe.Outcome)
+		default:
+			fmt.Println(i, "error", err)
+		}
+	}
+	return 0
+}
+
 func raw(c command) int32 {
 	buf := make([]byte, 256)
+	if r, ok := rawV2(c, buf); ok {
+		fmt.Println(r)
+		runtime.KeepAlive(buf)
+		return 0
+	}
 	if c.Fn == "host_response" {
 		if len(c.Args) != 2 {
 			return fail("raw host_response needs 2 args")
@@ -189,6 +240,32 @@ func raw(c command) int32 {
 	fmt.Println(hostCall(a[0], a[1], a[2], a[3]))
 	runtime.KeepAlive(buf)
 	return 0
+}
+
+// rawV2 calls one ABI v2 import with the given arguments (a negative pointer means a buffer of
+// the guest's own): host_submit(ptr, len) of a small GET, host_wait(ptr, cap, timeout_ms),
+// host_result(id, ptr, cap).
+func rawV2(c command, buf []byte) (int32, bool) {
+	env := `{"method":"GET","path":"/"}`
+	if c.Envelope != "" {
+		env = c.Envelope
+	}
+	copy(buf, env)
+	arg := func(i int) uint32 {
+		if c.Args[i] < 0 {
+			return addr(buf)
+		}
+		return uint32(c.Args[i])
+	}
+	switch {
+	case c.Fn == "host_submit" && len(c.Args) == 2:
+		return hostSubmit(arg(0), arg(1)), true
+	case c.Fn == "host_wait" && len(c.Args) == 3:
+		return hostWait(arg(0), arg(1), uint32(c.Args[2])), true
+	case c.Fn == "host_result" && len(c.Args) == 3:
+		return hostResult(int32(c.Args[0]), arg(1), arg(2)), true
+	}
+	return 0, false
 }
 
 func flood(c command) int32 {
