@@ -239,7 +239,8 @@ func TestMemoryLimitBelowTheModulesMinimum(t *testing.T) {
 	res := shared(t).Run(context.Background(), goGuest(), p, guestCmd(map[string]any{"op": "state"}))
 
 	require.Equal(t, broker.StatusLimit, res.Audit.Status)
-	require.EqualError(t, res.Err, "memory limit limits.memory (1MiB) is below the 2880KiB the module needs to start")
+	need := profiles.FormatSize(int64(exportedMinPages(t, testguest.Wasm())) * wasmPage)
+	require.EqualError(t, res.Err, "memory limit limits.memory (1MiB) is below the "+need+" the module needs to start")
 	var le *LimitError
 	require.ErrorAs(t, res.Err, &le)
 	require.Equal(t, "limits.memory", le.Limit)
@@ -732,7 +733,7 @@ func TestMemoryAllocator(t *testing.T) {
 func TestDeclaredMinPages(t *testing.T) {
 	pages, ok := declaredMinPages(testguest.Wasm())
 	require.True(t, ok)
-	require.Equal(t, uint64(45), pages)
+	require.Equal(t, exportedMinPages(t, testguest.Wasm()), pages, "as wazero's own decoder reads it")
 	pages, ok = declaredMinPages(commandModule(0))
 	require.True(t, ok)
 	require.Equal(t, uint64(1), pages)
@@ -740,4 +741,16 @@ func TestDeclaredMinPages(t *testing.T) {
 	require.False(t, ok, "no memory section")
 	_, ok = declaredMinPages([]byte("\x00asm\x01\x00\x00\x00\x05\xff"))
 	require.False(t, ok, "truncated")
+}
+
+// exportedMinPages is the minimum of a module's exported memory as wazero decodes it: an oracle
+// for declaredMinPages that does not share its code.
+func exportedMinPages(t *testing.T, bin []byte) uint64 {
+	t.Helper()
+	m, err := shared(t).r.CompileModule(context.Background(), bin)
+	require.NoError(t, err)
+	defer m.Close(context.Background())
+	mem, ok := m.ExportedMemories()["memory"]
+	require.True(t, ok, "the module exports its memory")
+	return uint64(mem.Min())
 }
