@@ -17,25 +17,27 @@ type admission struct {
 	retryAfter int // seconds, for a shed call
 }
 
-// admit runs the breaker and budget steps. It returns shed=true with the answer to give when the
-// call must not be forwarded.
-func (r *Broker) admit(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
-	a := r.admission(t0)
-	if a.decision == breaker.Probe {
-		status, ok := r.probe(ctx)
-		if !ok {
-			entry.Probe = ProbeNotReady
-			reason := fmt.Sprintf("breaker open; health probe %s answered %s", r.profile.HealthCheck, probeResult(status))
-			return r.answer(*entry, shedAnswer(reason, r.retryAfter()), Shed, reason, t0), true
-		}
-		entry.Probe = ProbeOK
-		a = r.spend() // the probe closed the breaker: the call goes on if the budget allows
+// probeFor sends the health probe for a call picked to probe. The call is shed unless the probe
+// answers 2xx; then the breaker is closed and the call goes on if the budget allows.
+func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
+	status, ok := r.probe(ctx)
+	if !ok {
+		entry.Probe = ProbeNotReady
+		reason := fmt.Sprintf("breaker open; health probe %s answered %s", r.profile.HealthCheck, probeResult(status))
+		return r.answer(*entry, shedAnswer(reason, r.retryAfter()), Shed, reason, t0), true
 	}
+	entry.Probe = ProbeOK
+	return r.refuseAdmission(*entry, r.spend(), t0)
+}
+
+// refuseAdmission answers a call the breaker sheds or the budget refuses; refused is false when
+// the call may be forwarded.
+func (r *Broker) refuseAdmission(entry TraceEntry, a admission, t0 time.Time) (resp Response, refused bool) {
 	switch a.outcome {
 	case Shed:
-		return r.answer(*entry, shedAnswer(a.reason, a.retryAfter), Shed, a.reason, t0), true
+		return r.answer(entry, shedAnswer(a.reason, a.retryAfter), Shed, a.reason, t0), true
 	case OverBudget:
-		return r.answer(*entry, ownAnswer(http.StatusTooManyRequests, OverBudget, a.reason, nil), OverBudget, a.reason, t0), true
+		return r.answer(entry, ownAnswer(http.StatusTooManyRequests, OverBudget, a.reason, nil), OverBudget, a.reason, t0), true
 	}
 	return Response{}, false
 }

@@ -94,50 +94,64 @@ func (r *Broker) GoString() string { return r.String() }
 // ID is the run id written on the audit line.
 func (r *Broker) ID() string { return r.runID }
 
-// Ticket is a call's place in the run: its trace seq, in submission order, and when it was
-// submitted. Submit hands them out; a call made without one gets one on arrival.
-type Ticket struct {
+// ticket is a call's place in the run: its trace seq, in submission order, and when it was
+// submitted; the trace's t_ms and latency_ms count from then.
+type ticket struct {
 	seq int
 	at  time.Time
 }
 
-// Submit numbers the next call. With concurrent calls (ABI v2) the host submits each call as the
-// guest makes it, so the trace's seq is the order of submission whatever order calls end in.
-func (r *Broker) Submit() Ticket {
+func (r *Broker) number() ticket {
 	r.mu.Lock()
 	r.submitted++
 	seq := r.submitted
 	r.mu.Unlock()
-	return Ticket{seq: seq, at: r.now()}
+	return ticket{seq: seq, at: r.now()}
+}
+
+// Started is a call whose decisions are taken: numbered, decoded, validated, granted, and
+// admitted or not by the breaker and the budget. Complete does what is left: a health probe if
+// the call was picked for one, and the forward. A call answered at once (invalid, denied, shed,
+// over budget) is already recorded; Complete returns its answer.
+type Started struct {
+	r      *Broker
+	req    Request
+	entry  TraceEntry
+	at     time.Time
+	probe  bool      // picked to probe health_check first
+	answer *Response // set when the call is answered at once
+}
+
+// StartEnvelope decodes a request envelope strictly and takes the call's decisions now. With
+// concurrent calls (ABI v2) the host starts each call as the guest submits it, so the trace's
+// seq and every decision follow submission order; only the I/O overlaps.
+func (r *Broker) StartEnvelope(raw []byte) *Started {
+	tk := r.number()
+	req, err := DecodeRequest(raw)
+	if err != nil {
+		return r.answered(r.refuse(tk, req, err))
+	}
+	return r.begin(tk, req)
+}
+
+// CompleteEnvelope does the call's I/O and returns the encoded response envelope.
+func (s *Started) CompleteEnvelope(ctx context.Context) []byte {
+	return EncodeResponse(s.Complete(ctx))
 }
 
 // CallEnvelope decodes a request envelope strictly, handles it, and returns the encoded response
 // envelope. This is what host_call invokes.
 func (r *Broker) CallEnvelope(ctx context.Context, raw []byte) []byte {
-	return r.CallEnvelopeTicket(ctx, r.Submit(), raw)
-}
-
-// CallEnvelopeTicket is CallEnvelope for a call submitted earlier.
-func (r *Broker) CallEnvelopeTicket(ctx context.Context, tk Ticket, raw []byte) []byte {
-	req, err := DecodeRequest(raw)
-	if err != nil {
-		return EncodeResponse(r.refuse(tk, req, err))
-	}
-	return EncodeResponse(r.call(ctx, tk, req))
+	return r.StartEnvelope(raw).CompleteEnvelope(ctx)
 }
 
 // Refuse records a call that was invalid before it could be decoded (over the size cap, out of
 // guest memory) and returns the encoded 400 response envelope.
 func (r *Broker) Refuse(reason string) []byte {
-	return r.RefuseTicket(r.Submit(), reason)
+	return EncodeResponse(r.refuse(r.number(), Request{}, invalidf(reason)))
 }
 
-// RefuseTicket is Refuse for a call submitted earlier.
-func (r *Broker) RefuseTicket(tk Ticket, reason string) []byte {
-	return EncodeResponse(r.refuse(tk, Request{}, invalidf(reason)))
-}
-
-func (r *Broker) refuse(tk Ticket, req Request, err error) Response {
+func (r *Broker) refuse(tk ticket, req Request, err error) Response {
 	reason := err.Error()
 	var inv *InvalidError
 	if errors.As(err, &inv) {
@@ -152,28 +166,49 @@ func (r *Broker) refuse(tk Ticket, req Request, err error) Response {
 // Call handles one decoded guest call: validate, grant (route and headers), breaker, budget,
 // forward, record.
 func (r *Broker) Call(ctx context.Context, req Request) Response {
-	return r.call(ctx, r.Submit(), req)
+	return r.begin(r.number(), req).Complete(ctx)
 }
 
-func (r *Broker) call(ctx context.Context, tk Ticket, req Request) Response {
+func (r *Broker) answered(resp Response) *Started { return &Started{answer: &resp} }
+
+// begin takes the decisions, as of the call's submission.
+func (r *Broker) begin(tk ticket, req Request) *Started {
 	if err := Validate(&req, r.credHeader); err != nil {
-		return r.refuse(tk, req, err)
+		return r.answered(r.refuse(tk, req, err))
 	}
 	if err := r.checkAllowed(req.Headers); err != nil {
-		return r.refuse(tk, req, err)
+		return r.answered(r.refuse(tk, req, err))
 	}
-	t0 := tk.at // decisions are taken as of the call's submission, and the trace counts from it
-	entry := TraceEntry{Seq: tk.seq, Method: req.Method, Path: req.Path}
+	s := &Started{r: r, req: req, at: tk.at, entry: TraceEntry{Seq: tk.seq, Method: req.Method, Path: req.Path}}
 	route, ok := r.profile.Match(req.Method, req.Path)
 	if !ok {
 		reason := fmt.Sprintf("no granted route matches %s %s", req.Method, req.Path)
-		return r.answer(entry, ownAnswer(http.StatusForbidden, Denied, reason, nil), Denied, reason, t0)
+		return r.answered(r.answer(s.entry, ownAnswer(http.StatusForbidden, Denied, reason, nil), Denied, reason, tk.at))
 	}
-	entry.Route = route.String()
-	if resp, shed := r.admit(ctx, &entry, t0); shed {
-		return resp
+	s.entry.Route = route.String()
+	a := r.admission(tk.at)
+	if a.decision == breaker.Probe {
+		s.probe = true
+		return s
 	}
-	return r.forward(ctx, req, entry, t0)
+	if resp, refused := r.refuseAdmission(s.entry, a, tk.at); refused {
+		return r.answered(resp)
+	}
+	return s
+}
+
+// Complete does the call's I/O (the probe, if picked, then the forward) and returns the answer.
+func (s *Started) Complete(ctx context.Context) Response {
+	if s.answer != nil {
+		return *s.answer
+	}
+	r := s.r
+	if s.probe {
+		if resp, shed := r.probeFor(ctx, &s.entry, s.at); shed {
+			return resp
+		}
+	}
+	return r.forward(ctx, s.req, s.entry, s.at)
 }
 
 // Finish ends the run and returns its audit line. Later calls are answered but not recorded.

@@ -184,11 +184,13 @@ func simulate(t *testing.T, run simRun) (api *simAPI, trace []broker.TraceEntry,
 		for i, c := range run.calls {
 			time.Sleep(c.think)
 			sem <- struct{}{}
+			// As the host does for host_submit: decisions now, in submission order; I/O later.
+			started := b.StartEnvelope(fmt.Appendf(nil, `{"method":"GET","path":"/items/%d"}`, i))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				b.Call(context.Background(), broker.Request{Method: "GET", Path: fmt.Sprintf("/items/%d", i)})
+				started.Complete(context.Background())
 			}()
 		}
 		wg.Wait()

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -258,4 +261,65 @@ func BenchmarkWasmToolCompile(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkFanOutGo is 10 GETs against an upstream that takes 50 ms each, from the Go test guest:
+// one after another (host_call) and overlapped (host_submit/host_wait, the Go preamble's Go and
+// WaitAll). ms/run is the whole run, the tool's wall time included.
+func BenchmarkFanOutGo(b *testing.B) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond) // the upstream's latency the figure is about
+		w.Write([]byte(`{}`))
+	}))
+	defer slow.Close()
+	p := concurrentProfile(b, slow.URL, "limits:\n  max_inflight: 10\n")
+	rt := shared(b)
+	cases := map[string][]byte{
+		"sequential": guestCmd(map[string]any{"op": "serial", "n": 10, "path": "/pets/%d"}),
+		"concurrent": guestCmd(map[string]any{"op": "fanout", "n": 10, "path": "/pets/%d"}),
+	}
+	for _, name := range []string{"sequential", "concurrent"} {
+		b.Run(name, func(b *testing.B) {
+			var inside []time.Duration
+			reportMedian(b, nil, func() {
+				res := rt.Run(context.Background(), goGuest(), p, cases[name])
+				if res.Err != nil || res.Audit.Forwarded != 10 {
+					b.Fatal(res.Err, res.Audit.Counters)
+				}
+				inside = append(inside, callsTook(b, res.Log))
+			})
+			slices.Sort(inside)
+			b.ReportMetric(float64(inside[len(inside)/2].Microseconds())/1000, "ms-in-tool-median")
+		})
+	}
+}
+
+// callsTook reads the "calls took N µs" line the test guest's fanout and serial log.
+func callsTook(b *testing.B, log []byte) time.Duration {
+	var us int64
+	if _, err := fmt.Sscanf(string(log[bytes.LastIndex(log, []byte("calls took")):]), "calls took %d µs", &us); err != nil {
+		b.Fatalf("no timing in the log %q: %v", log, err)
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// BenchmarkConcurrentCallCost is what a call costs through the Go preamble's Go and Wait
+// (host_submit/host_wait/host_result) against its blocking Do (host_call), from the Go test guest,
+// with the broker answering at once (a denied route). b.N calls run in one guest run.
+func BenchmarkConcurrentCallCost(b *testing.B) {
+	ps := newPetstore(b)
+	rt := shared(b)
+	for _, name := range []string{"sequential", "concurrent"} {
+		b.Run(name, func(b *testing.B) {
+			p := profile(b, ps.URL, "limits:\n  max_host_calls: "+strconv.Itoa(b.N+1)+"\n  max_inflight: 8\n")
+			op := map[string]string{"sequential": "serial", "concurrent": "fanout"}[name]
+			cmd := guestCmd(map[string]any{"op": op, "n": b.N, "path": "/admin/%d"})
+			b.ResetTimer()
+			res := rt.Run(context.Background(), goGuest(), p, cmd)
+			b.StopTimer()
+			require.NoError(b, res.Err)
+			require.Equal(b, b.N, res.Audit.Denied)
+			b.ReportMetric(float64(callsTook(b, res.Log).Nanoseconds())/float64(b.N), "ns/call-in-tool")
+		})
+	}
 }

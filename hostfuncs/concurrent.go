@@ -15,13 +15,12 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-// Submitter is a Broker that numbers a call when it is submitted (ABI v2), so that the trace's
-// seq is submission order however the calls end. *broker.Broker is one; a Broker that is not
-// numbers calls as they reach it.
-type Submitter interface {
-	Submit() broker.Ticket
-	CallEnvelopeTicket(ctx context.Context, tk broker.Ticket, raw []byte) []byte
-	RefuseTicket(tk broker.Ticket, reason string) []byte
+// Starter is a Broker that takes a call's decisions when it is submitted and does its I/O later
+// (ABI v2), so that the trace's seq, the breaker and the budget follow submission order however
+// the calls end. *broker.Broker is one; with a Broker that is not, calls are decided as they
+// reach it.
+type Starter interface {
+	StartEnvelope(raw []byte) *broker.Started
 }
 
 // concurrent is a run's ABI v2 calls: those in flight, and those complete but not yet read.
@@ -127,22 +126,18 @@ func (r *Session) submit(ctx context.Context, mod api.Module, reqPtr, reqLen uin
 	return id
 }
 
-// numbered takes the call's place in the trace now and returns what handles it later.
+// numbered takes the call's place and decisions now and returns what handles it later. An
+// envelope over the cap is refused now.
 func (r *Session) numbered(reqLen uint32, raw []byte) func(context.Context) []byte {
-	over := fmt.Sprintf("request envelope is %d bytes, over limits.max_request_bytes (%s)",
-		reqLen, profiles.FormatSize(r.maxRequest))
-	s, ok := r.broker.(Submitter)
-	if !ok {
-		if raw == nil {
-			return func(context.Context) []byte { return r.broker.Refuse(over) }
-		}
-		return func(ctx context.Context) []byte { return r.broker.CallEnvelope(ctx, raw) }
-	}
-	tk := s.Submit()
 	if raw == nil {
-		return func(context.Context) []byte { return s.RefuseTicket(tk, over) }
+		resp := r.broker.Refuse(fmt.Sprintf("request envelope is %d bytes, over limits.max_request_bytes (%s)",
+			reqLen, profiles.FormatSize(r.maxRequest)))
+		return func(context.Context) []byte { return resp }
 	}
-	return func(ctx context.Context) []byte { return s.CallEnvelopeTicket(ctx, tk, raw) }
+	if s, ok := r.broker.(Starter); ok {
+		return s.StartEnvelope(raw).CompleteEnvelope
+	}
+	return func(ctx context.Context) []byte { return r.broker.CallEnvelope(ctx, raw) }
 }
 
 func (c *concurrent) complete(id int32, resp []byte) {

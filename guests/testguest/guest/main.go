@@ -25,7 +25,9 @@
 //	    GET envelope for host_submit, or "envelope" when given)
 //	{"op":"fanout","n":10,"path":"/pets/%d"}
 //	    n concurrent GETs (ABI v2, the Go preamble's Go and WaitAll) of path with the call's index,
-//	    then print "index status" for each, in call order
+//	    then print "index status" for each, in call order, and on stderr "calls took N µs"
+//	{"op":"serial","n":10,"path":"/pets/%d"}
+//	    the same one call after another, with the Go preamble's blocking Do
 //	{"op":"mark","msg":"<reversed marker>","n":N,"scan":true}
 //	    keep n copies of the marker (msg reversed) in memory; with scan, then print what scan finds
 //	{"op":"scan","msg":"<reversed marker>"}
@@ -109,6 +111,8 @@ func run() int32 {
 		return call(c)
 	case "fanout":
 		return fanout(c)
+	case "serial":
+		return serial(c)
 	case "raw":
 		return raw(c)
 	case "loop":
@@ -182,24 +186,50 @@ func call(c command) int32 {
 // fanout makes n concurrent GETs of path (a format with one %d, the call's index) with the Go
 // preamble's Go and WaitAll, then prints each call's status, one a line, in call order.
 func fanout(c command) int32 {
+	start := time.Now()
 	calls := make([]*plimsoll.Call, c.N)
 	for i := range calls {
 		calls[i] = plimsoll.Go(plimsoll.Request{Method: "GET", Path: fmt.Sprintf(c.Path, i)})
 	}
 	_ = plimsoll.WaitAll(calls...) // each call's own answer is printed below
+	took := time.Since(start)
 	for i, call := range calls {
 		resp, err := call.Wait()
-		var oe *plimsoll.OutcomeError
-		switch {
-		case err == nil:
-			fmt.Println(i, resp.Status)
-		case errors.As(err, &oe):
-			fmt.Println(i, oe.Status, oe.Outcome)
-		default:
-			fmt.Println(i, "error", err)
-		}
+		printAnswer(i, resp, err)
 	}
+	fmt.Fprintf(os.Stderr, "calls took %d µs\n", took.Microseconds())
 	return 0
+}
+
+// serial is fanout one call after another, with the Go preamble's blocking Do.
+func serial(c command) int32 {
+	start := time.Now()
+	type answer struct {
+		resp *plimsoll.Response
+		err  error
+	}
+	answers := make([]answer, c.N)
+	for i := range answers {
+		answers[i].resp, answers[i].err = plimsoll.Do(plimsoll.Request{Method: "GET", Path: fmt.Sprintf(c.Path, i)})
+	}
+	took := time.Since(start)
+	for i, a := range answers {
+		printAnswer(i, a.resp, a.err)
+	}
+	fmt.Fprintf(os.Stderr, "calls took %d µs\n", took.Microseconds())
+	return 0
+}
+
+func printAnswer(i int, resp *plimsoll.Response, err error) {
+	var oe *plimsoll.OutcomeError
+	switch {
+	case err == nil:
+		fmt.Println(i, resp.Status)
+	case errors.As(err, &oe):
+		fmt.Println(i, oe.Status, oe.Outcome)
+	default:
+		fmt.Println(i, "error", err)
+	}
 }
 
 func raw(c command) int32 {
