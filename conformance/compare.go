@@ -29,6 +29,8 @@ type observation struct {
 	BodyLatin1 *string             `json:"body_latin1"`
 	RetryAfter *float64            `json:"retry_after"`
 	Error      *string             `json:"error"`
+	// Observations are a concurrent operation's, one per call in the order listed.
+	Observations []observation `json:"observations"`
 }
 
 type driverOutput struct {
@@ -100,22 +102,39 @@ func (d *differ) observations(s *Scenario, obs []observation) {
 			break
 		}
 		o := obs[i]
-		if op.Call == nil {
-			if o.Op != "sleep" {
-				d.add("operations[%d] (sleep): expected a sleep observation, observed op %q", i, o.Op)
-			}
-			continue
-		}
-		c := op.Call
-		label := fmt.Sprintf("operations[%d] (%s %s)", i, c.Method, c.Path)
 		switch {
-		case o.Op != "call":
-			d.add("%s: expected a call observation, observed op %q", label, o.Op)
-			continue
-		case o.Error != nil:
-			d.add("%s: the preamble raised an error instead of answering: %s", label, *o.Error)
-			continue
+		case op.Call != nil:
+			d.callObservation(fmt.Sprintf("operations[%d]", i), op.Call, o)
+		case op.Concurrent != nil:
+			d.concurrentObservation(fmt.Sprintf("operations[%d]", i), op.Concurrent, o)
+		case o.Op != "sleep":
+			d.add("operations[%d] (sleep): expected a sleep observation, observed op %q", i, o.Op)
 		}
+	}
+}
+
+func (d *differ) concurrentObservation(at string, calls []*Call, o observation) {
+	if o.Op != "concurrent" {
+		d.add("%s (concurrent): expected a concurrent observation, observed op %q", at, o.Op)
+		return
+	}
+	if len(o.Observations) != len(calls) {
+		d.add("%s (concurrent): expected %d observations (one per call), observed %d", at, len(calls), len(o.Observations))
+		return
+	}
+	for j, c := range calls {
+		d.callObservation(fmt.Sprintf("%s.concurrent[%d]", at, j), c, o.Observations[j])
+	}
+}
+
+func (d *differ) callObservation(at string, c *Call, o observation) {
+	label := fmt.Sprintf("%s (%s %s)", at, c.Method, c.Path)
+	switch {
+	case o.Op != "call":
+		d.add("%s: expected a call observation, observed op %q", label, o.Op)
+	case o.Error != nil:
+		d.add("%s: the preamble raised an error instead of answering: %s", label, *o.Error)
+	default:
 		d.call(label, c, o)
 	}
 }
@@ -383,6 +402,20 @@ func (d *differ) trace(s *Scenario, run host.Result) {
 }
 
 func (d *differ) received(s *Scenario, got []received) {
+	if s.ABI() >= 2 {
+		// Concurrent calls reach the upstream in any order: compare as sets, in a fixed order.
+		want := slices.Clone(s.Received)
+		slices.SortStableFunc(want, func(a, b ReceivedExpect) int {
+			return strings.Compare(a.Method+" "+basePath+a.Path, b.Method+" "+basePath+b.Path)
+		})
+		got = slices.Clone(got)
+		slices.SortStableFunc(got, func(a, b received) int {
+			pa, _, _ := strings.Cut(a.RequestURI, "?")
+			pb, _, _ := strings.Cut(b.RequestURI, "?")
+			return strings.Compare(a.Method+" "+pa, b.Method+" "+pb)
+		})
+		s = &Scenario{Received: want}
+	}
 	for i, want := range s.Received {
 		if i >= len(got) {
 			break

@@ -63,10 +63,12 @@ func v1Scenarios(t *testing.T, names ...string) []*Scenario {
 	return out
 }
 
-// Both built-in preambles pass every scenario.
+// Every built-in preamble passes every scenario of every ABI version it speaks, and skips,
+// saying so, only those of a later version.
 func TestBuiltinDriversPassEveryScenario(t *testing.T) {
 	r := sharedRunner(t)
-	scenarios := v1Scenarios(t)
+	scenarios, err := Builtin()
+	require.NoError(t, err)
 	for _, lang := range Languages {
 		t.Run(lang, func(t *testing.T) {
 			t.Parallel() // most of the time is sleeps in overload scenarios
@@ -74,7 +76,10 @@ func TestBuiltinDriversPassEveryScenario(t *testing.T) {
 			require.NoError(t, err)
 			rep := r.Run(context.Background(), d, scenarios)
 			for _, res := range rep.Results {
-				if !res.Pass {
+				switch {
+				case res.Skipped != "":
+					assert.Greater(t, res.ABI, d.abi(), "%s: %s skipped: %s", lang, res.Scenario, res.Skipped)
+				case !res.Pass:
 					t.Errorf("%s: %s\n  %s\n  driver log:\n%s", lang, res.Scenario, strings.Join(res.Differences, "\n  "), res.Log)
 				}
 			}
@@ -83,7 +88,10 @@ func TestBuiltinDriversPassEveryScenario(t *testing.T) {
 					t.Logf("slow: %s %dms", res.Scenario, res.DurationMs)
 				}
 			}
-			assert.Equal(t, len(scenarios), rep.Passed)
+			assert.Equal(t, len(scenarios), rep.Passed+rep.Skipped)
+			if d.abi() >= 2 {
+				assert.Zero(t, rep.Skipped, "a v2 driver runs every scenario")
+			}
 			t.Logf("%s: %d scenarios in %.1fs", lang, len(scenarios), float64(rep.DurationMs)/1000)
 		})
 	}
@@ -130,6 +138,43 @@ func TestBrokenDriversFail(t *testing.T) {
 			t.Logf("\n%s", table.String())
 		})
 	}
+}
+
+// The v2 scenarios can fail: a driver that performs a concurrent group one call after another
+// fails exactly those that need calls to overlap.
+func TestSequentialDriverFailsTheOverlapScenarios(t *testing.T) {
+	r := sharedRunner(t)
+	scenarios, err := V2()
+	require.NoError(t, err)
+	d := brokenJSDriver(t, "sequential-concurrent")
+	d.ABI = 2 // claim v2, so the runner does not skip
+	rep := r.Run(context.Background(), d, scenarios)
+	failed := map[string]bool{}
+	for _, res := range rep.Results {
+		if !res.Pass {
+			failed[res.Scenario] = true
+			require.NotEmpty(t, res.Differences, res.Scenario)
+		}
+	}
+	assert.Equal(t, map[string]bool{"overlap": true, "inflight-cap": true, "taint-429": true}, failed)
+	var table strings.Builder
+	require.NoError(t, WriteTable(&table, rep))
+	assert.Contains(t, table.String(), "overlap (v2)")
+}
+
+// A v1 driver is not run on v2 scenarios: the runner skips them and says why.
+func TestV1DriverSkipsV2Scenarios(t *testing.T) {
+	r := sharedRunner(t)
+	scenarios, err := V2()
+	require.NoError(t, err)
+	d := brokenJSDriver(t, "sequential-concurrent") // ABI 0: speaks v1
+	rep := r.Run(context.Background(), d, scenarios)
+	assert.Equal(t, len(scenarios), rep.Skipped)
+	assert.False(t, rep.OK(), "nothing passed")
+	var table strings.Builder
+	require.NoError(t, WriteTable(&table, rep))
+	assert.Contains(t, table.String(), "skip    needs guest ABI v2; driver sequential-concurrent.js speaks v1")
+	assert.Contains(t, table.String(), fmt.Sprintf("%d skipped", len(scenarios)))
 }
 
 // A driver that dies, prints something else, or skips operations fails with a difference that

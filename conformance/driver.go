@@ -17,7 +17,10 @@ import (
 type Driver struct {
 	Name string
 	Tool host.Tool
+	ABI  int // the newest guest ABI version the driver speaks; 0 means 1
 }
+
+func (d Driver) abi() int { return max(d.ABI, 1) }
 
 //go:embed drivers/js/driver.js
 var jsDriverSource string
@@ -36,7 +39,7 @@ func JSDriver() Driver {
 
 // GoDriver is the driver for the Go guest preamble (preamble/go), a wasip1 reactor.
 func GoDriver() Driver {
-	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", goDriverWasm())}
+	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", goDriverWasm()), ABI: 2}
 }
 
 // Languages are the built-in drivers, in the order the runner uses them.

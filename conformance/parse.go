@@ -320,7 +320,7 @@ func (d *decoder) upstreamRoute(p pair) UpstreamRoute {
 }
 
 func (d *decoder) reply(n *yaml.Node, field string) Reply {
-	f := d.fields(n, field, "status", "headers", "body", "delay", "truncate", "echo")
+	f := d.fields(n, field, "status", "headers", "body", "delay", "truncate", "echo", "wait_for")
 	r := Reply{Status: 200}
 	if v := f["status"]; v != nil {
 		r.Status = d.integer(v, join(field, "status"))
@@ -339,6 +339,12 @@ func (d *decoder) reply(n *yaml.Node, field string) Reply {
 	}
 	if v := f["truncate"]; v != nil {
 		r.Truncate = d.boolean(v, join(field, "truncate"))
+	}
+	if v := f["wait_for"]; v != nil {
+		r.WaitFor = d.integer(v, join(field, "wait_for"))
+		if r.WaitFor < 2 {
+			d.fail(v, join(field, "wait_for"), "want at least 2 requests held at once, not %d", r.WaitFor)
+		}
 	}
 	if v := f["echo"]; v != nil {
 		r.Echo = d.str(v, join(field, "echo"))
@@ -412,17 +418,46 @@ func (d *decoder) body(n *yaml.Node, field string, kinds ...string) *Body {
 }
 
 func (d *decoder) operation(n *yaml.Node, field string) Operation {
-	f := d.fields(n, field, "call", "query", "headers", "body", "read", "expect", "sleep")
+	f := d.fields(n, field, "call", "query", "headers", "body", "read", "expect", "sleep", "concurrent")
 	if s := f["sleep"]; s != nil {
 		if len(f) != 1 {
 			d.fail(n, field, "a sleep operation has only sleep")
 		}
 		return Operation{Sleep: d.duration(s, join(field, "sleep"))}
 	}
+	if g := f["concurrent"]; g != nil {
+		if len(f) != 1 {
+			d.fail(n, field, "a concurrent operation has only concurrent: a list of calls")
+		}
+		return Operation{Concurrent: d.concurrent(g, join(field, "concurrent"))}
+	}
 	if f["call"] == nil {
-		d.fail(n, field, "an operation is a call (call: METHOD /path) or a sleep (sleep: 100ms)")
+		d.fail(n, field, "an operation is a call (call: METHOD /path), a sleep (sleep: 100ms) or concurrent calls (concurrent: [...])")
 		return Operation{}
 	}
+	return Operation{Call: d.call(n, f, field)}
+}
+
+// concurrent reads a group of at least two calls that a driver starts together.
+func (d *decoder) concurrent(n *yaml.Node, field string) []*Call {
+	var calls []*Call
+	for i, item := range d.seq(n, field) {
+		cf := fmt.Sprintf("%s[%d]", field, i)
+		f := d.fields(item, cf, "call", "query", "headers", "body", "read", "expect")
+		if f["call"] == nil {
+			d.fail(item, cf, "each entry of concurrent is a call (call: METHOD /path)")
+			return calls
+		}
+		calls = append(calls, d.call(item, f, cf))
+	}
+	if len(calls) < 2 && d.err == nil {
+		d.fail(n, field, "concurrent needs at least two calls")
+	}
+	return calls
+}
+
+// call reads a call operation's fields.
+func (d *decoder) call(n *yaml.Node, f map[string]*yaml.Node, field string) *Call {
 	c := &Call{Read: "text"}
 	c.Method, c.Path = d.methodPath(f["call"], join(field, "call"))
 	if q := f["query"]; q != nil {
@@ -449,10 +484,10 @@ func (d *decoder) operation(n *yaml.Node, field string) Operation {
 	}
 	if f["expect"] == nil {
 		d.fail(n, join(field, "expect"), "is required for a call")
-		return Operation{Call: c}
+		return c
 	}
 	c.Expect = d.expect(f["expect"], join(field, "expect"))
-	return Operation{Call: c}
+	return c
 }
 
 func (d *decoder) query(n *yaml.Node, field string) *Query {

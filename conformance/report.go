@@ -12,7 +12,7 @@ import (
 func WriteTable(w io.Writer, rep Report) error {
 	width := len("SCENARIO")
 	for _, r := range rep.Results {
-		width = max(width, len(r.Scenario))
+		width = max(width, len(r.label()))
 	}
 	var b strings.Builder
 	row := func(name, result, diff string) {
@@ -21,8 +21,13 @@ func WriteTable(w io.Writer, rep Report) error {
 	}
 	row("SCENARIO", "RESULT", "FIRST DIFFERENCE (expected vs observed)")
 	for _, r := range rep.Results {
-		if r.Pass {
-			row(r.Scenario, "pass", "")
+		name := r.label()
+		switch {
+		case r.Skipped != "":
+			row(name, "skip", r.Skipped)
+			continue
+		case r.Pass:
+			row(name, "pass", "")
 			continue
 		}
 		first := "(no difference recorded)"
@@ -32,10 +37,13 @@ func WriteTable(w io.Writer, rep Report) error {
 				first += fmt.Sprintf(" (+%d more)", more)
 			}
 		}
-		row(r.Scenario, "FAIL", first)
+		row(name, "FAIL", first)
 	}
-	fmt.Fprintf(&b, "driver %s: %d scenarios, %d passed, %d failed (%.1fs)\n",
-		rep.Driver, len(rep.Results), rep.Passed, rep.Failed, float64(rep.DurationMs)/1000)
+	fmt.Fprintf(&b, "driver %s: %d scenarios, %d passed, %d failed", rep.Driver, len(rep.Results), rep.Passed, rep.Failed)
+	if rep.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped", rep.Skipped)
+	}
+	fmt.Fprintf(&b, " (%.1fs)\n", float64(rep.DurationMs)/1000)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -54,4 +62,12 @@ func WriteJSON(w io.Writer, reps []Report) error {
 		OK      bool     `json:"ok"`
 		Drivers []Report `json:"drivers"`
 	}{ok, reps})
+}
+
+// label is the scenario's name, with the ABI version it needs when that is past 1.
+func (r Result) label() string {
+	if r.ABI > 1 {
+		return fmt.Sprintf("%s (v%d)", r.Scenario, r.ABI)
+	}
+	return r.Scenario
 }

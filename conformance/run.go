@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,11 +17,25 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-//go:embed v1/*.yaml
-var v1 embed.FS
+//go:embed v1/*.yaml v2/*.yaml
+var suites embed.FS
 
 // V1 is the built-in suite for guest ABI v1: the scenarios of conformance/v1.
-func V1() ([]*Scenario, error) { return LoadFS(v1, "v1") }
+func V1() ([]*Scenario, error) { return LoadFS(suites, "v1") }
+
+// V2 is the built-in suite for what ABI v2 adds, concurrent calls: the scenarios of
+// conformance/v2. A v2 driver passes V1 too.
+func V2() ([]*Scenario, error) { return LoadFS(suites, "v2") }
+
+// Builtin is every built-in scenario, v1 then v2.
+func Builtin() ([]*Scenario, error) {
+	a, err := V1()
+	if err != nil {
+		return nil, err
+	}
+	b, err := V2()
+	return append(a, b...), err
+}
 
 // LoadDir loads every scenario (*.yaml) of a directory on disk.
 func LoadDir(dir string) ([]*Scenario, error) {
@@ -85,7 +100,9 @@ func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
 type Result struct {
 	Scenario    string   `json:"scenario"`
 	File        string   `json:"file"`
+	ABI         int      `json:"abi"` // the ABI version the scenario needs
 	Pass        bool     `json:"pass"`
+	Skipped     string   `json:"skipped,omitempty"`     // why it was not run: it needs an ABI the driver does not speak
 	Differences []string `json:"differences,omitempty"` // in check order; the first is the first difference
 	DurationMs  int64    `json:"duration_ms"`
 	Log         string   `json:"log,omitempty"` // the driver's stderr, when the scenario failed
@@ -96,12 +113,13 @@ type Report struct {
 	Driver     string   `json:"driver"`
 	Passed     int      `json:"passed"`
 	Failed     int      `json:"failed"`
+	Skipped    int      `json:"skipped"`
 	DurationMs int64    `json:"duration_ms"`
 	Results    []Result `json:"results"`
 }
 
 // OK reports whether every scenario passed.
-func (rep Report) OK() bool { return rep.Failed == 0 && len(rep.Results) > 0 }
+func (rep Report) OK() bool { return rep.Failed == 0 && rep.Passed > 0 }
 
 // Run runs every scenario with driver d and returns the results in scenario order.
 func (r *Runner) Run(ctx context.Context, d Driver, scenarios []*Scenario) Report {
@@ -125,9 +143,12 @@ func (r *Runner) Run(ctx context.Context, d Driver, scenarios []*Scenario) Repor
 	wg.Wait()
 	rep := Report{Driver: d.Name, Results: results, DurationMs: time.Since(start).Milliseconds()}
 	for _, res := range results {
-		if res.Pass {
+		switch {
+		case res.Skipped != "":
+			rep.Skipped++
+		case res.Pass:
 			rep.Passed++
-		} else {
+		default:
 			rep.Failed++
 		}
 	}
@@ -138,7 +159,11 @@ func (r *Runner) Run(ctx context.Context, d Driver, scenarios []*Scenario) Repor
 // grant as a profile, runs the driver with the operations as input, and compares.
 func (r *Runner) RunScenario(ctx context.Context, d Driver, s *Scenario) Result {
 	start := time.Now()
-	res := Result{Scenario: s.Name, File: s.File}
+	res := Result{Scenario: s.Name, File: s.File, ABI: s.ABI()}
+	if res.ABI > d.abi() {
+		res.Skipped = fmt.Sprintf("needs guest ABI v%d; driver %s speaks v%d", res.ABI, d.Name, d.abi())
+		return res
+	}
 	res.Differences, res.Log = r.runScenario(ctx, d, s)
 	res.Pass = len(res.Differences) == 0
 	if res.Pass {
@@ -168,9 +193,13 @@ func (r *Runner) runScenario(ctx context.Context, d Driver, s *Scenario) (diffs 
 // loadGrant writes the scenario's grant as a profile file and loads it, so the grant goes through
 // exactly the loader a real profile does.
 func loadGrant(s *Scenario, upstreamURL string) (*profiles.Profile, error) {
-	limits := map[string]string{"max_output_bytes": "64MiB"} // observations repeat every body
+	limits := map[string]any{"max_output_bytes": "64MiB"} // observations repeat every body
 	for k, v := range s.Grant.Limits {
-		limits[k] = v
+		if n, err := strconv.Atoi(v); err == nil {
+			limits[k] = n // a count, as a profile file writes it
+		} else {
+			limits[k] = v
+		}
 	}
 	doc := map[string]any{
 		"base_url":   upstreamURL + basePath,
@@ -214,4 +243,4 @@ func Check(scenarios []*Scenario) error {
 	return nil
 }
 
-var _ fs.FS = v1
+var _ fs.FS = suites

@@ -52,6 +52,7 @@ type Reply struct {
 	Delay    time.Duration // wait this long before answering (the request's end stops the wait)
 	Truncate bool          // announce more body than is sent, then drop the connection
 	Echo     string        // a request header whose values become the body and X-Echo
+	WaitFor  int           // hold the answer until this many requests of the route are held at once (or the request ends)
 }
 
 // Header is a header name with its values, in order.
@@ -61,10 +62,11 @@ type Header struct {
 	Array  bool // written as a list in the scenario (and passed to the driver as an array)
 }
 
-// Operation is one step of the driver: a call or a sleep.
+// Operation is one step of the driver: a call, a sleep, or a group of concurrent calls.
 type Operation struct {
-	Sleep time.Duration // a sleep when Call is nil
-	Call  *Call
+	Sleep      time.Duration // a sleep when Call and Concurrent are nil
+	Call       *Call
+	Concurrent []*Call // calls started together, each before any is waited for (ABI v2)
 }
 
 // Call is an API call through the preamble, and what must be observed.
@@ -172,8 +174,19 @@ func (s *Scenario) Calls() []*Call {
 		if op.Call != nil {
 			calls = append(calls, op.Call)
 		}
+		calls = append(calls, op.Concurrent...)
 	}
 	return calls
+}
+
+// ABI is the guest ABI version the scenario needs: 2 when it makes concurrent calls, else 1.
+func (s *Scenario) ABI() int {
+	for _, op := range s.Operations {
+		if op.Concurrent != nil {
+			return 2
+		}
+	}
+	return 1
 }
 
 // LoadFS loads every scenario (*.yaml) in dir of fsys, sorted by name. Any invalid scenario
@@ -216,46 +229,60 @@ func (s *Scenario) driverInput() []byte {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if op.Call == nil {
+		switch {
+		case op.Call != nil:
+			writeCall(&b, op.Call)
+		case op.Concurrent != nil:
+			b.WriteString(`{"op":"concurrent","calls":[`)
+			for j, c := range op.Concurrent {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				writeCall(&b, c)
+			}
+			b.WriteString("]}")
+		default:
 			fmt.Fprintf(&b, `{"op":"sleep","ms":%d}`, op.Sleep.Milliseconds())
-			continue
 		}
-		c := op.Call
-		b.WriteString(`{"op":"call","method":`)
-		writeJSON(&b, c.Method)
-		b.WriteString(`,"path":`)
-		writeJSON(&b, c.Path)
-		if c.Query != nil {
-			b.WriteString(`,"query":`)
-			if c.Query.IsRaw {
-				writeJSON(&b, c.Query.Raw)
-			} else {
-				writeHeaders(&b, c.Query.Params)
-			}
-		}
-		if len(c.Headers) > 0 {
-			b.WriteString(`,"headers":`)
-			writeHeaders(&b, c.Headers)
-		}
-		if c.Body != nil {
-			switch c.Body.Kind {
-			case "json":
-				b.WriteString(`,"json":`)
-				b.Write(c.Body.JSONText)
-			case "base64", "repeat_base64":
-				b.WriteString(`,"body_base64":`)
-				writeJSON(&b, base64.StdEncoding.EncodeToString(c.Body.Content()))
-			default:
-				b.WriteString(`,"body":`)
-				writeJSON(&b, string(c.Body.Content()))
-			}
-		}
-		b.WriteString(`,"read":`)
-		writeJSON(&b, c.Read)
-		b.WriteByte('}')
 	}
 	b.WriteString("]}")
 	return b.Bytes()
+}
+
+// writeCall writes one call operation.
+func writeCall(b *bytes.Buffer, c *Call) {
+	b.WriteString(`{"op":"call","method":`)
+	writeJSON(b, c.Method)
+	b.WriteString(`,"path":`)
+	writeJSON(b, c.Path)
+	if c.Query != nil {
+		b.WriteString(`,"query":`)
+		if c.Query.IsRaw {
+			writeJSON(b, c.Query.Raw)
+		} else {
+			writeHeaders(b, c.Query.Params)
+		}
+	}
+	if len(c.Headers) > 0 {
+		b.WriteString(`,"headers":`)
+		writeHeaders(b, c.Headers)
+	}
+	if c.Body != nil {
+		switch c.Body.Kind {
+		case "json":
+			b.WriteString(`,"json":`)
+			b.Write(c.Body.JSONText)
+		case "base64", "repeat_base64":
+			b.WriteString(`,"body_base64":`)
+			writeJSON(b, base64.StdEncoding.EncodeToString(c.Body.Content()))
+		default:
+			b.WriteString(`,"body":`)
+			writeJSON(b, string(c.Body.Content()))
+		}
+	}
+	b.WriteString(`,"read":`)
+	writeJSON(b, c.Read)
+	b.WriteByte('}')
 }
 
 // writeHeaders writes name → value or [values] as a JSON object, in order.

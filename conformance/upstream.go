@@ -36,6 +36,8 @@ type upstream struct {
 	mu     sync.Mutex
 	counts []int
 	seen   []received
+	held   []int           // per route: requests held by a wait_for reply now
+	gates  []chan struct{} // per route: closed once wait_for requests were held at once
 }
 
 func startUpstream(routes []UpstreamRoute) (*upstream, error) {
@@ -43,7 +45,11 @@ func startUpstream(routes []UpstreamRoute) (*upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &upstream{routes: routes, counts: make([]int, len(routes)), url: "http://" + ln.Addr().String()}
+	u := &upstream{routes: routes, counts: make([]int, len(routes)), url: "http://" + ln.Addr().String(),
+		held: make([]int, len(routes)), gates: make([]chan struct{}, len(routes))}
+	for i := range u.gates {
+		u.gates[i] = make(chan struct{})
+	}
 	u.srv = &http.Server{Handler: u, ErrorLog: log.New(io.Discard, "", 0), ReadHeaderTimeout: 10 * time.Second}
 	go u.srv.Serve(ln)
 	return u, nil
@@ -81,6 +87,9 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(msg)
 		return
 	}
+	if reply.WaitFor > 0 && !u.gate(idx, reply.WaitFor, r) {
+		return // the request ended first: the caller never overlapped enough calls
+	}
 	if reply.Delay > 0 {
 		t := time.NewTimer(reply.Delay)
 		select {
@@ -116,6 +125,33 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(reply.Status)
 	w.Write(content)
+}
+
+// gate holds a request until n requests of route idx are held at once, which opens the gate for
+// them and every later one. It reports false when the request ended first.
+func (u *upstream) gate(idx, n int, r *http.Request) bool {
+	u.mu.Lock()
+	u.held[idx]++
+	if u.held[idx] >= n {
+		select {
+		case <-u.gates[idx]:
+		default:
+			close(u.gates[idx])
+		}
+	}
+	g := u.gates[idx]
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		u.held[idx]--
+		u.mu.Unlock()
+	}()
+	select {
+	case <-g:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // match returns the index of the first route for method and the request's path, or -1.

@@ -67,7 +67,7 @@ func cmdConformance(ctx context.Context, args []string, e env) int {
 	if *dir != "" {
 		scenarios, err = conformance.LoadDir(*dir)
 	} else {
-		scenarios, err = conformance.V1()
+		scenarios, err = conformance.Builtin()
 	}
 	if err != nil {
 		return fail(err)

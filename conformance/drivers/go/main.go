@@ -23,6 +23,15 @@ type input struct {
 	Operations []operation `json:"operations"`
 }
 
+// request builds op's request, as the preamble's function for the method would.
+func request(op operation) (plimsoll.Request, error) {
+	opts, body, err := callArgs(op)
+	if err != nil {
+		return plimsoll.Request{}, err
+	}
+	return plimsoll.NewRequest(op.Method, op.Path, body, opts...)
+}
+
 type operation struct {
 	Op         string                     `json:"op"`
 	Ms         int64                      `json:"ms"`
@@ -34,6 +43,7 @@ type operation struct {
 	BodyBase64 *string                    `json:"body_base64"`
 	JSON       json.RawMessage            `json:"json"`
 	Read       string                     `json:"read"`
+	Calls      []operation                `json:"calls"`
 }
 
 type observation struct {
@@ -46,6 +56,8 @@ type observation struct {
 	BodyBase64 *string             `json:"body_base64,omitempty"`
 	RetryAfter *float64            `json:"retry_after,omitempty"`
 	Error      string              `json:"error,omitempty"`
+	// Observations are a concurrent operation's, one per call.
+	Observations []observation `json:"observations,omitempty"`
 }
 
 //go:wasmexport run
@@ -62,12 +74,15 @@ func run() int32 {
 		Observations []observation `json:"observations"`
 	}{Observations: []observation{}}
 	for _, op := range in.Operations {
-		if op.Op == "sleep" {
+		switch op.Op {
+		case "sleep":
 			time.Sleep(time.Duration(op.Ms) * time.Millisecond)
 			out.Observations = append(out.Observations, observation{Op: "sleep"})
-			continue
+		case "concurrent":
+			out.Observations = append(out.Observations, concurrent(op.Calls))
+		default:
+			out.Observations = append(out.Observations, call(op))
 		}
-		out.Observations = append(out.Observations, call(op))
 	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetEscapeHTML(false)
@@ -82,21 +97,45 @@ func fail(msg string) int32 {
 	return 1
 }
 
-// call makes one call with the preamble's function for the method when there is one, and Do
-// otherwise (HEAD, OPTIONS, or a GET or DELETE with a body).
-func call(op operation) observation {
+// concurrent starts every call (guest ABI v2, the preamble's Go) before waiting for any, then
+// observes each in the order listed.
+func concurrent(ops []operation) observation {
+	calls := make([]*plimsoll.Call, len(ops))
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		req, err := request(op)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		calls[i] = plimsoll.Go(req)
+	}
+	o := observation{Op: "concurrent"}
+	for i, op := range ops {
+		if errs[i] != nil {
+			o.Observations = append(o.Observations, observation{Op: "call", Error: "driver: " + errs[i].Error()})
+			continue
+		}
+		resp, err := calls[i].Wait()
+		o.Observations = append(o.Observations, observe(op, resp, err))
+	}
+	return o
+}
+
+// callArgs reads op's query, headers and body as the preamble's options and body argument.
+func callArgs(op operation) ([]plimsoll.Option, any, error) {
 	var opts []plimsoll.Option
 	if len(op.Query) > 0 {
 		if op.Query[0] == '"' {
 			var raw string
 			if err := json.Unmarshal(op.Query, &raw); err != nil {
-				return observation{Op: "call", Error: "driver: query: " + err.Error()}
+				return nil, nil, errors.New("query: " + err.Error())
 			}
 			opts = append(opts, plimsoll.WithRawQuery(raw))
 		} else {
 			var params map[string]json.RawMessage
 			if err := json.Unmarshal(op.Query, &params); err != nil {
-				return observation{Op: "call", Error: "driver: query: " + err.Error()}
+				return nil, nil, errors.New("query: " + err.Error())
 			}
 			for name, v := range params {
 				opts = append(opts, plimsoll.WithQuery(name, values(v)...))
@@ -113,15 +152,23 @@ func call(op operation) observation {
 	case op.BodyBase64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*op.BodyBase64)
 		if err != nil {
-			return observation{Op: "call", Error: "driver: body_base64: " + err.Error()}
+			return nil, nil, errors.New("body_base64: " + err.Error())
 		}
 		body = b
 	case op.JSON != nil:
 		body = op.JSON // a json.RawMessage: the preamble sends it as JSON
 	}
+	return opts, body, nil
+}
 
+// call makes one call with the preamble's function for the method when there is one, and Do
+// otherwise (HEAD, OPTIONS, or a GET or DELETE with a body).
+func call(op operation) observation {
+	opts, body, err := callArgs(op)
+	if err != nil {
+		return observation{Op: "call", Error: "driver: " + err.Error()}
+	}
 	var resp *plimsoll.Response
-	var err error
 	switch {
 	case op.Method == "GET" && body == nil:
 		resp, err = plimsoll.Get(op.Path, opts...)
@@ -139,7 +186,11 @@ func call(op operation) observation {
 			resp, err = plimsoll.Do(req)
 		}
 	}
+	return observe(op, resp, err)
+}
 
+// observe reports what a call's answer was.
+func observe(op operation, resp *plimsoll.Response, err error) observation {
 	o := observation{Op: "call", Outcome: string(plimsoll.Forwarded)}
 	var refused *plimsoll.OutcomeError
 	switch {

@@ -94,17 +94,25 @@ function observe(res, read) {
   return o;
 }
 
+// settle makes one call and observes its answer, or the error the preamble raised.
+async function settle(op) {
+  try {
+    return observe(await perform(op), op.read);
+  } catch (e) {
+    return { op: "call", error: String((e && e.message) || e) };
+  }
+}
+
 const observations = [];
 for (const op of input.operations) {
   if (op.op === "sleep") {
     await sleep(op.ms);
     observations.push({ op: "sleep" });
-    continue;
-  }
-  try {
-    observations.push(observe(await perform(op), op.read));
-  } catch (e) {
-    observations.push({ op: "call", error: String((e && e.message) || e) });
+  } else if (op.op === "concurrent") {
+    // Every call is started before any is awaited; Promise.all keeps the order listed.
+    observations.push({ op: "concurrent", observations: await Promise.all(op.calls.map(settle)) });
+  } else {
+    observations.push(await settle(op));
   }
 }
 return { observations: observations };
