@@ -10,7 +10,8 @@ type Tool struct {
 	Name string // on the audit line, and the script name in JavaScript stack traces
 	kind kindID
 	js   string // the source, for kindJS
-	wasm []byte // the module, for kindWasm
+	wasm []byte // the module, for kindWasm and kindExtism
+	fn   string // the function an Extism plugin's run calls; "" for ExtismFunction
 }
 
 // JSTool is a JavaScript tool: src is the body of an async function with input in scope.
@@ -18,7 +19,21 @@ func JSTool(name, src string) Tool { return Tool{Name: name, kind: kindJS, js: s
 
 // WasmTool is a guest module built for wasip1: a reactor (_initialize and run() -> i32) or a
 // command (_start). The slice is not copied; do not modify it while a run uses it.
-func WasmTool(name string, wasm []byte) Tool { return Tool{Name: name, kind: kindWasm, wasm: wasm} }
+// A module that imports Extism's host modules is an Extism plugin: it runs as ExtismTool(name,
+// wasm, "") does.
+func WasmTool(name string, wasm []byte) Tool {
+	if isExtismPlugin(wasm) {
+		return ExtismTool(name, wasm, "")
+	}
+	return Tool{Name: name, kind: kindWasm, wasm: wasm}
+}
+
+// ExtismTool is an Extism plugin built with any PDK: the run calls its export function (""
+// means ExtismFunction, "run") with the tool's input as the plugin's input, and the plugin's
+// output is the tool's output. Calls go through plimsoll_call (preamble/extism-go).
+func ExtismTool(name string, wasm []byte, function string) Tool {
+	return Tool{Name: name, kind: kindExtism, wasm: wasm, fn: function}
+}
 
 // Result is how a run went. Audit is always set, exactly once per run; Err is nil when
 // Audit.Status is ok.
