@@ -48,6 +48,7 @@ var targets = []target{
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
 	{name: "go-inventory", pkg: "./guests/examples/go-inventory", out: "guests/examples/go-inventory.wasm.gz", command: true},
+	{name: "testplugin", pkg: "./guests/testplugin/plugin", out: "guests/testplugin/testplugin.wasm.gz"},
 	{name: "extism-inventory", pkg: "./guests/examples/extism-inventory", out: "guests/examples/extism-inventory.wasm.gz", tags: "plimsoll_extism"},
 	{name: "conformance-extism-go", pkg: "./conformance/drivers/extism-go", out: "conformance/drivers/extism-go/driver.wasm.gz", tags: "plimsoll_extism"},
 }
