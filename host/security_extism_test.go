@@ -166,4 +166,3 @@ func runPluginCase(t *testing.T, rt *host.Runtime, c pluginCase) {
 	}
 	requireGoroutinesBack(t, base)
 }
-
