@@ -35,6 +35,26 @@ func ExtismTool(name string, wasm []byte, function string) Tool {
 	return Tool{Name: name, kind: kindExtism, wasm: wasm, fn: function}
 }
 
+// The kinds of tool, as Tool.Kind names them.
+const (
+	KindJS     = "js"
+	KindWasm   = "wasm"
+	KindExtism = "extism"
+)
+
+// Kind names the tool's kind: KindJS, KindWasm, KindExtism, or "" for a zero Tool.
+func (t Tool) Kind() string {
+	return map[kindID]string{kindJS: KindJS, kindWasm: KindWasm, kindExtism: KindExtism}[t.kind]
+}
+
+// WithFunction is an Extism tool calling function instead; any other tool is returned as it is.
+func (t Tool) WithFunction(function string) Tool {
+	if t.kind == kindExtism {
+		t.fn = function
+	}
+	return t
+}
+
 // Result is how a run went. Audit is always set, exactly once per run; Err is nil when
 // Audit.Status is ok.
 type Result struct {
