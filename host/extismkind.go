@@ -252,6 +252,37 @@ func (k *extismKind) compile(bin []byte, shape moduleShape) (*guest, error) {
 	return &guest{mod: &compiledPlugin{p: cp, k: k}, minBytes: int64(shape.minPages) * wasmPage}, nil
 }
 
+// kernelFuncs are the Extism kernel's length and alloc of one instance, looked up once: go-sdk
+// looks an export up on every kernel call, a few µs each.
+type kernelFuncs struct{ length, alloc api.Function }
+
+type kernelKey struct{}
+
+// kernel returns the instance's kernel functions, from the run's cache when it has one.
+func kernel(ctx context.Context) *kernelFuncs {
+	k, _ := ctx.Value(kernelKey{}).(*kernelFuncs)
+	if k == nil {
+		k = &kernelFuncs{}
+	}
+	if k.length == nil {
+		if mod, ok := ctx.Value(extism.PluginCtxKey("extism")).(api.Module); ok {
+			k.length, k.alloc = mod.ExportedFunction("length"), mod.ExportedFunction("alloc")
+		}
+	}
+	return k
+}
+
+func call1(ctx context.Context, f api.Function, arg uint64) (uint64, error) {
+	if f == nil {
+		return 0, errExtismAlloc
+	}
+	res, err := f.Call(ctx, arg)
+	if err != nil || len(res) != 1 {
+		return 0, errors.Join(errExtismAlloc, err)
+	}
+	return res[0], nil
+}
+
 // plimsollCall is plimsoll_call(request block) -> response block.
 func plimsollCall(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 	s := hostfuncs.SessionFrom(ctx)
@@ -259,12 +290,13 @@ func plimsollCall(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) 
 		stack[0] = 0
 		return
 	}
+	kf := kernel(ctx)
 	mem := p.Memory()
 	size := uint64(mem.Size())
 	off := stack[0]
 	var length uint64
 	if off != 0 && off < size {
-		length, _ = p.LengthWithContext(ctx, off)
+		length, _ = call1(ctx, kf.length, off)
 	}
 	resp, err := s.Exchange(ctx, hostfuncs.Block{Offset: off, Length: length, Read: func() ([]byte, bool) {
 		view, ok := mem.Read(uint32(off), uint32(length))
@@ -273,7 +305,7 @@ func plimsollCall(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) 
 	if err != nil {
 		panic(sys.NewExitError(hostfuncs.LimitExitCode)) // the host reads the reason from the session
 	}
-	out, err := p.AllocWithContext(ctx, uint64(len(resp)))
+	out, err := call1(ctx, kf.alloc, uint64(len(resp)))
 	if err != nil || out == 0 || !mem.Write(uint32(out), resp) {
 		panic(errExtismAlloc)
 	}
@@ -310,7 +342,7 @@ func (k *extismKind) call(st *runState, input []byte) (int32, error) {
 	cp := run.p
 	budget := &pluginMemory{limit: uint64(st.limits.Memory)}
 	st.inst = &instance{mem: &memory{limit: budget.limit}, mod: closedModule{}}
-	callCtx := hostfuncs.WithSession(st.ctx, st.session)
+	callCtx := context.WithValue(hostfuncs.WithSession(st.ctx, st.session), kernelKey{}, &kernelFuncs{})
 	port := &ports{ctx: st.ctx, stderr: st.stderr}
 	cfg := wazero.NewModuleConfig().
 		WithStdout(stderrPort{port}).

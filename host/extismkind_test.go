@@ -85,7 +85,8 @@ func BenchmarkExtismCall(b *testing.B) {
 	cp := g.mod.(pluginRun).p
 	limits := profiles.DefaultLimits
 	limits.MaxHostCalls = b.N + 1
-	ctx := hostfuncs.WithSession(context.Background(), hostfuncs.NewSession(fixedBroker{answer}, limits))
+	ctx := context.WithValue(hostfuncs.WithSession(context.Background(), hostfuncs.NewSession(fixedBroker{answer}, limits)),
+		kernelKey{}, &kernelFuncs{})
 	plugin, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
 	require.NoError(b, err)
 	defer plugin.Close(ctx)
