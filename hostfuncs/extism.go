@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -12,8 +13,8 @@ import (
 // namespace. The request and response are the ABI's envelopes (preamble/ABI.md), each one
 // Extism memory block.
 const (
-	ExtismModule = "extism:host/user"
-	ExtismCall   = "plimsoll_call"
+	ExtismModule = abi.ExtismModule
+	ExtismCall   = abi.ExtismCall
 )
 
 // Block is an Extism memory block a plugin handed to plimsoll_call: where it is and how long the

@@ -26,6 +26,7 @@
 package plimsoll
 
 import (
+	"github.com/plimsoll/plimsoll/abi"
 	goplimsoll "github.com/plimsoll/plimsoll/preamble/go"
 )
 
@@ -78,4 +79,4 @@ var (
 )
 
 // CallFunc names the host function the envelopes travel through, for HostError.Func.
-const CallFunc = "plimsoll_call"
+const CallFunc = abi.ExtismCall
