@@ -29,6 +29,14 @@ const (
 	HostResult   = "host_result"
 )
 
+// An Extism plugin reaches the broker through one host function instead of Module's two:
+// ExtismCall(request block: i64) -> response block: i64 in ExtismModule, Extism's user namespace.
+// Both blocks hold the same envelopes as host_call; a response block of 0 means ErrNoRun.
+const (
+	ExtismModule = "extism:host/user"
+	ExtismCall   = "plimsoll_call"
+)
+
 // Return codes of host_call and host_response. A non-negative return is an envelope length.
 const (
 	ErrBounds    int32 = -1 // a pointer/length pair lies outside guest memory

@@ -16,7 +16,8 @@
 //	conformance.WriteTable(os.Stdout, report)
 //
 // Built-in drivers: JSDriver (drivers/js/driver.js, on preamble/js) and GoDriver
-// (drivers/go, on preamble/go, embedded as a wasip1 reactor rebuilt by guests/internal/wasmbuild).
+// (drivers/go, on preamble/go, embedded as a wasip1 reactor rebuilt by guests/internal/wasmbuild),
+// and ExtismGoDriver (drivers/extism-go, an Extism plugin on go-pdk and preamble/extism-go).
 // DriverFile loads any other driver, a .wasm module or a .js tool.
 //
 // The package imports host and broker; neither imports it.

@@ -32,6 +32,13 @@ var goDriverGz []byte
 
 var goDriverWasm = wasmgz.Lazy("conformance/drivers/go/driver.wasm.gz", goDriverGz)
 
+//go:generate go run ../guests/internal/wasmbuild conformance-extism-go
+
+//go:embed drivers/extism-go/driver.wasm.gz
+var extismGoDriverGz []byte
+
+var extismGoDriverWasm = wasmgz.Lazy("conformance/drivers/extism-go/driver.wasm.gz", extismGoDriverGz)
+
 // JSDriver is the driver for the generic JavaScript preamble (preamble/js), a JavaScript tool.
 func JSDriver() Driver {
 	return Driver{Name: "js", Tool: host.JSTool("conformance-driver.js", jsDriverSource)}
@@ -42,18 +49,26 @@ func GoDriver() Driver {
 	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", goDriverWasm()), ABI: 2}
 }
 
-// Languages are the built-in drivers, in the order the runner uses them.
-var Languages = []string{"js", "go"}
+// ExtismGoDriver is the driver for Extism plugins written in Go on preamble/extism-go: a go-pdk
+// plugin whose function run makes its calls through plimsoll_call.
+func ExtismGoDriver() Driver {
+	return Driver{Name: "extism-go", Tool: host.ExtismTool("conformance-driver-extism-go.wasm", extismGoDriverWasm(), "")}
+}
 
-// BuiltinDriver returns the driver for a built-in preamble: js or go.
+// Languages are the built-in drivers, in the order the runner uses them.
+var Languages = []string{"js", "go", "extism-go"}
+
+// BuiltinDriver returns the driver for a built-in preamble: js, go or extism-go.
 func BuiltinDriver(lang string) (Driver, error) {
 	switch lang {
 	case "js":
 		return JSDriver(), nil
 	case "go":
 		return GoDriver(), nil
+	case "extism-go":
+		return ExtismGoDriver(), nil
 	}
-	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go)", lang)
+	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go, extism-go)", lang)
 }
 
 // ErrDriverFile is matched by errors from DriverFile.

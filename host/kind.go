@@ -10,9 +10,10 @@ import (
 type kindID int
 
 const (
-	kindNone kindID = iota // a zero Tool
-	kindJS                 // JavaScript source, run on the embedded engine
-	kindWasm               // a wasip1 module of the tool's own
+	kindNone   kindID = iota // a zero Tool
+	kindJS                   // JavaScript source, run on the embedded engine
+	kindWasm                 // a wasip1 module of the tool's own
+	kindExtism               // an Extism plugin, run on go-sdk
 )
 
 // guestKind is what the host needs from one kind of guest: how its module is compiled and kept,
@@ -31,4 +32,10 @@ type guestKind interface {
 	stop(ctx context.Context)
 	// release frees what outlives runs (compiled modules, snapshots) once no run is left.
 	release()
+}
+
+// caller is a guestKind that makes the guest call itself, on instances it creates (an Extism
+// plugin runs inside go-sdk). It sets st.inst, so the run's outcome and clean-up are as for any.
+type caller interface {
+	call(st *runState, input []byte) (int32, error)
 }

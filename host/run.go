@@ -149,6 +149,9 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 // call gets an instance (pooled, else fresh), binds it to the run and calls the guest's entry
 // point. A fresh reactor runs _initialize first, under the run's context.
 func (rt *Runtime) call(st *runState, stdin []byte) (int32, error) {
+	if c, ok := st.kind.(caller); ok {
+		return c.call(st, stdin)
+	}
 	memLimit := uint64(st.limits.Memory)
 	callCtx := hostfuncs.WithSession(st.ctx, st.session)
 	inst := st.kind.pooled(memLimit)

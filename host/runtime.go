@@ -112,8 +112,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.slots = make(chan struct{}, n)
 	rt.kinds = map[kindID]guestKind{
-		kindJS:   newJSKind(rt),
-		kindWasm: newWasmKind(rt),
+		kindJS:     newJSKind(rt),
+		kindWasm:   newWasmKind(rt),
+		kindExtism: newExtismKind(rt),
 	}
 	return rt, nil
 }

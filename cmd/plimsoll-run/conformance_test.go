@@ -19,6 +19,7 @@ func TestConformanceCommand(t *testing.T) {
 	assert.Contains(t, stdout, "forwarded-json  pass")
 	assert.Contains(t, stdout, "driver js: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver go: 2 scenarios, 2 passed, 0 failed")
+	assert.Contains(t, stdout, "driver extism-go: 2 scenarios, 2 passed, 0 failed")
 
 	broken := writeBrokenDriver(t)
 	code, stdout, stderr = invoke(t, "", env, "conformance", "--guest", broken, "--run", "^query-arrays$")

@@ -18,18 +18,21 @@ import (
 
 type runFlags struct {
 	profile, profiles, input, trace, audit string
+	kind, function                         string
 	timeout                                time.Duration
 }
 
 func cmdRun(ctx context.Context, args []string, e env) int {
 	var f runFlags
-	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--audit FILE] [--timeout DUR] TOOL", e)
+	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME] TOOL", e)
 	fs.StringVar(&f.profile, "profile", "", "grant profile `NAME` (required)")
 	fs.StringVar(&f.profiles, "profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&f.input, "input", "", "tool input: `JSON`, or @FILE to read it from a file")
 	fs.StringVar(&f.trace, "trace", "", "write the call trace as JSON lines to `FILE`")
 	fs.StringVar(&f.audit, "audit", "", "write the audit line to `FILE` instead of stderr")
 	fs.DurationVar(&f.timeout, "timeout", 0, "end the run after `DUR`, if sooner than the profile's run_timeout")
+	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: extism for an Extism plugin (default: from the file and its imports)")
+	fs.StringVar(&f.function, "function", "", "the Extism plugin's export `NAME` to call (default run)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -49,7 +52,7 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		return refuse(err)
 	}
-	tool, err := readTool(toolArg, e.stdin)
+	tool, err := readToolAs(toolArg, e.stdin, f.kind, f.function)
 	if err != nil {
 		return refuse(err)
 	}
@@ -161,6 +164,35 @@ func readTool(arg string, stdin io.Reader) (host.Tool, error) {
 	default:
 		return host.Tool{}, fmt.Errorf("tool %s: want a .js or .wasm file, or - for JS on stdin", arg)
 	}
+}
+
+// readToolAs reads TOOL as readTool does, as an Extism plugin with --kind extism, and calls
+// function in it when one is named.
+func readToolAs(arg string, stdin io.Reader, kind, function string) (host.Tool, error) {
+	switch kind {
+	case "":
+		tool, err := readTool(arg, stdin)
+		if err == nil && function != "" && tool.Kind() != host.KindExtism {
+			return host.Tool{}, fmt.Errorf("--function %s: tool %s is not an Extism plugin (use --kind extism)", function, arg)
+		}
+		if err == nil && function != "" {
+			tool = tool.WithFunction(function)
+		}
+		return tool, err
+	case host.KindExtism:
+		if filepath.Ext(arg) != ".wasm" {
+			return host.Tool{}, fmt.Errorf("--kind extism: tool %s: want a .wasm file", arg)
+		}
+		src, err := readCappedFile(arg, maxToolBytes)
+		if err != nil {
+			return host.Tool{}, fmt.Errorf("tool %s: %w", arg, err)
+		}
+		if len(src) > maxToolBytes {
+			return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, maxToolBytes)
+		}
+		return host.ExtismTool(toolName(arg), src, function), nil
+	}
+	return host.Tool{}, fmt.Errorf("--kind %q: want extism (or leave it out)", kind)
 }
 
 func toolName(arg string) string {

@@ -2,6 +2,7 @@ package plimsoll
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -127,3 +128,22 @@ type refusing struct{}
 func (refusing) submit([]byte) int32         { return abi.ErrBounds }
 func (refusing) wait([]uint32, uint32) int32 { return 0 }
 func (refusing) result(int32, []byte) int32  { return abi.ErrUnknown }
+
+// Where there are no concurrent imports (tests, an Extism plugin), Go makes each call at
+// submission through the blocking transport, and Wait answers as Do would.
+func TestGoFallsBackToTheBlockingTransport(t *testing.T) {
+	withBroker(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("path=" + r.URL.Path))
+	}, "routes: [GET /items/*]\n")
+	old := calls
+	calls = &dispatcher{imports: &inline{}}
+	t.Cleanup(func() { calls = old })
+	a := Go(Request{Method: "GET", Path: "/items/1"})
+	b := Go(Request{Method: "GET", Path: "/items/2"})
+	require.NoError(t, WaitAll(a, b))
+	resp, err := b.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, "path=/v1/items/2", resp.Text())
+	_, err = Go(Request{Method: "GET", Path: "/admin"}).Wait()
+	assert.ErrorIs(t, err, ErrDenied)
+}

@@ -1,4 +1,4 @@
-//go:build wasip1
+//go:build wasip1 && !plimsoll_extism
 
 package plimsoll
 

@@ -38,6 +38,7 @@ type target struct {
 	pkg     string // the package to build
 	out     string // the committed .wasm.gz
 	command bool   // build a command (_start) rather than a reactor (_initialize + run)
+	tags    string // -tags, e.g. plimsoll_extism for an Extism plugin on preamble/extism-go
 }
 
 // targets lists every guest module. Adding a guest is one line here plus a go:generate line
@@ -47,6 +48,9 @@ var targets = []target{
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
 	{name: "go-inventory", pkg: "./guests/examples/go-inventory", out: "guests/examples/go-inventory.wasm.gz", command: true},
+	{name: "testplugin", pkg: "./guests/testplugin/plugin", out: "guests/testplugin/testplugin.wasm.gz"},
+	{name: "extism-inventory", pkg: "./guests/examples/extism-inventory", out: "guests/examples/extism-inventory.wasm.gz", tags: "plimsoll_extism"},
+	{name: "conformance-extism-go", pkg: "./conformance/drivers/extism-go", out: "conformance/drivers/extism-go/driver.wasm.gz", tags: "plimsoll_extism"},
 }
 
 func main() {
@@ -170,6 +174,9 @@ func build(root, tmp string, t target) ([]byte, error) {
 	args := []string{"build"}
 	if !t.command {
 		args = append(args, "-buildmode=c-shared")
+	}
+	if t.tags != "" {
+		args = append(args, "-tags="+t.tags)
 	}
 	args = append(args, "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, t.pkg)
 	cmd := exec.Command("go", args...)
