@@ -104,7 +104,9 @@ func refuse(w http.ResponseWriter, code int, field, reason string) {
 	writeJSON(w, code, errorBody{Error: reason, Field: field, Status: code})
 }
 
-func refuseErr(w http.ResponseWriter, err *RequestError) { refuse(w, err.Status, err.Field, err.Reason) }
+func refuseErr(w http.ResponseWriter, err *RequestError) {
+	refuse(w, err.Status, err.Field, err.Reason)
+}
 
 // authenticate returns the caller's client name, or answers 401 and returns false.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Client, bool) {

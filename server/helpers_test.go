@@ -101,8 +101,12 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 type option func(*server.Config)
 
@@ -193,7 +197,9 @@ func (d *daemon) status(method, path, token string, body any, hdr ...string) int
 	return resp.StatusCode
 }
 
-func run(profile, code string) map[string]any { return map[string]any{"profile": profile, "code": code} }
+func run(profile, code string) map[string]any {
+	return map[string]any{"profile": profile, "code": code}
+}
 
 // answer is POST /v1/runs's 200 body.
 type answer struct {

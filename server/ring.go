@@ -16,7 +16,9 @@ type recentRun struct {
 	answer runAnswer
 }
 
-func newRing(n int) *ring { return &ring{order: make([]string, n), byID: make(map[string]recentRun, n)} }
+func newRing(n int) *ring {
+	return &ring{order: make([]string, n), byID: make(map[string]recentRun, n)}
+}
 
 func (r *ring) put(id, client string, a runAnswer) {
 	r.mu.Lock()

@@ -128,7 +128,10 @@ func TestProfilesAndRecentRuns(t *testing.T) {
 	d := start(t, up)
 	_, b := d.do("GET", "/v1/profiles", tokenA, nil)
 	list := decode[struct {
-		Profiles []struct{ Name, Description, HealthCheck string; Routes []string } `json:"profiles"`
+		Profiles []struct {
+			Name, Description, HealthCheck string
+			Routes                         []string
+		} `json:"profiles"`
 	}](t, b)
 	if len(list.Profiles) != 1 || list.Profiles[0].Name != "petstore" || list.Profiles[0].Description != "the pet store" || list.Profiles[0].Routes[0] != "GET /*" {
 		t.Fatalf("agent-a's profiles: %s", b)
