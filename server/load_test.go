@@ -148,13 +148,20 @@ func maxRSS() int64 {
 }
 
 // TestFigures measures trivial JS runs through POST /v1/runs against the library in the same
-// process. Run: PLIMSOLL_FIGURES=1 go test -run TestFigures -v ./server
+// process. Run: PLIMSOLL_FIGURES=1 go test -run TestFigures -v ./server (PLIMSOLL_FIGURES=audit
+// with the synced audit file and journal).
 func TestFigures(t *testing.T) {
 	if os.Getenv("PLIMSOLL_FIGURES") == "" {
 		t.Skip("set PLIMSOLL_FIGURES=1")
 	}
 	up := newUpstream(t)
-	d := start(t, up, func(c *server.Config) { c.MaxRuns, c.Queue, c.AuditFile = 32, 64, ""; c.AuditOut = io.Discard })
+	synced := os.Getenv("PLIMSOLL_FIGURES") == "audit" // with the synced audit file and journal
+	d := start(t, up, func(c *server.Config) {
+		c.MaxRuns, c.Queue = 32, 64
+		if !synced {
+			c.AuditFile, c.AuditOut = "", io.Discard
+		}
+	})
 	rt, err := host.New(context.Background(), host.Options{CacheDir: testcache.Dir(), MaxConcurrent: 32, PoolSize: 2,
 		Getenv: envOf(map[string]string{"UPSTREAM_TOKEN": upstreamSecret})})
 	if err != nil {
