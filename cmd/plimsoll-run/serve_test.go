@@ -148,7 +148,6 @@ func readAudit(t *testing.T, dir string) []map[string]any {
 	return out
 }
 
-
 // TestServeSIGTERMDrains: with runs in flight, SIGTERM lets them finish, audits each, exits 0.
 func TestServeSIGTERMDrains(t *testing.T) {
 	n := 50
