@@ -47,6 +47,9 @@ type Config struct {
 	Now       func() time.Time  // clock; nil means time.Now
 	RunID     string
 	Tool      string
+	// OnRecord, when set, is called with each trace entry once it is recorded, outside the
+	// broker's lock, possibly from several goroutines at once.
+	OnRecord func(TraceEntry)
 }
 
 // Values of TraceEntry.Probe.

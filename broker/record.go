@@ -21,9 +21,20 @@ func (r *Broker) record(e TraceEntry, t0, t1 time.Time) {
 	e.TMs = t0.Sub(r.start).Milliseconds()
 	e.LatencyMs = float64(t1.Sub(t0).Microseconds()) / 1000
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if !r.recordLocked(&e) {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	if r.onRecord != nil {
+		r.onRecord(e)
+	}
+}
+
+// recordLocked counts e and appends it; false when the run is already finished.
+func (r *Broker) recordLocked(e *TraceEntry) bool {
 	if r.finished {
-		return // the audit line is written; a late call changes nothing
+		return false // the audit line is written; a late call changes nothing
 	}
 	r.counters.HostCalls++
 	switch e.Outcome {
@@ -40,7 +51,8 @@ func (r *Broker) record(e TraceEntry, t0, t1 time.Time) {
 	case Failed:
 		r.counters.Failed++
 	}
-	r.trace = append(r.trace, e)
+	r.trace = append(r.trace, *e)
+	return true
 }
 
 // Trace returns a copy of the trace so far, in submission order (seq). Entries are recorded as

@@ -32,6 +32,7 @@ type Broker struct {
 	start      time.Time
 	runID      string
 	tool       string
+	onRecord   func(TraceEntry) // optional live view of the trace
 
 	mu        sync.Mutex
 	breaker   *breaker.Breaker
@@ -55,6 +56,7 @@ func New(cfg Config) (*Broker, error) {
 		now:       cfg.Now,
 		runID:     cfg.RunID,
 		tool:      cfg.Tool,
+		onRecord:  cfg.OnRecord,
 		allowed:   allowedHeaders(p),
 		breaker:   breaker.New(p.HealthCheck != nil),
 	}

@@ -17,6 +17,8 @@ type capped struct {
 	field string // the profile field
 	stop  context.CancelCauseFunc
 	err   error
+	// onWrite, when set, sees each write's kept bytes as they arrive (a daemon streams the log).
+	onWrite func([]byte)
 }
 
 func (c *capped) Write(p []byte) (int, error) {
@@ -25,10 +27,18 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	room := c.max - int64(c.buf.Len())
 	if int64(len(p)) <= room {
+		c.notify(p)
 		return c.buf.Write(p)
 	}
+	c.notify(p[:room])
 	c.buf.Write(p[:room])
 	c.err = &LimitError{Limit: c.field, Message: fmt.Sprintf("%s limit %s (%s) reached", c.what, c.field, profiles.FormatSize(c.max))}
 	c.stop(c.err)
 	return int(room), c.err
+}
+
+func (c *capped) notify(p []byte) {
+	if c.onWrite != nil && len(p) > 0 {
+		c.onWrite(p)
+	}
 }

@@ -15,7 +15,16 @@ import (
 // Run runs tool under profile p with input on the guest's stdin (for a JS tool, input is JSON
 // and empty means null). It returns when the guest is done, and always with exactly one audit.
 func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, input []byte) Result {
-	runID := broker.NewRunID()
+	return rt.RunWith(ctx, tool, p, input, RunOptions{})
+}
+
+// RunWith is Run with per-run options: a run id chosen by the caller, and hooks that see the
+// trace and the log as the run goes.
+func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, input []byte, opts RunOptions) Result {
+	runID := opts.RunID
+	if runID == "" {
+		runID = broker.NewRunID()
+	}
 	if p == nil {
 		return unbrokered(runID, "", tool, setupError("load the profile", errors.New("no profile given")))
 	}
@@ -32,7 +41,7 @@ func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, inpu
 	}
 
 	secret, secretErr := p.ResolveSecret(rt.getenv)
-	b, err := rt.newBroker(runID, tool, p, secret)
+	b, err := rt.newBroker(runID, tool, p, secret, opts.OnCall)
 	if err != nil {
 		return unbrokered(runID, p.Name, tool, setupError("start the broker", err))
 	}
@@ -41,7 +50,7 @@ func (rt *Runtime) Run(ctx context.Context, tool Tool, p *profiles.Profile, inpu
 		err = setupError("resolve the credential", secretErr)
 	} else {
 		rt.executing.Add(1)
-		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input)
+		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input, opts.OnLog)
 		if rt.executing.Add(-1) == 0 {
 			select {
 			case rt.idle <- struct{}{}:
@@ -66,14 +75,14 @@ func (rt *Runtime) enter() bool {
 	return true
 }
 
-func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret) (*broker.Broker, error) {
+func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, onCall func(broker.TraceEntry)) (*broker.Broker, error) {
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
-		Now: rt.opts.Now, RunID: runID, Tool: tool.Name})
+		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: onCall})
 }
 
 // refused is the result of a run that never started; its broker records no calls.
 func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
-	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{})
+	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{}, nil)
 	if berr != nil {
 		return unbrokered(runID, p.Name, tool, err)
 	}
@@ -107,7 +116,7 @@ type runState struct {
 }
 
 // execute runs the guest and says how it ended.
-func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte) (out, log []byte, err error) {
+func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte, onLog func([]byte)) (out, log []byte, err error) {
 	kind, ok := rt.kinds[tool.kind]
 	if !ok {
 		return nil, nil, setupError("load the tool", errors.New("the tool has neither JavaScript source nor a wasm module"))
@@ -135,7 +144,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 		return nil, nil, belowMinimum(st.limits.Memory, g.minBytes)
 	}
 	st.stdout = &capped{max: st.limits.MaxOutputBytes, what: "output", field: "limits.max_output_bytes", stop: stop}
-	st.stderr = &capped{max: st.limits.MaxLogBytes, what: "log", field: "limits.max_log_bytes", stop: stop}
+	st.stderr = &capped{max: st.limits.MaxLogBytes, what: "log", field: "limits.max_log_bytes", stop: stop, onWrite: onLog}
 	st.session = hostfuncs.NewSession(b, st.limits)
 
 	ret, callErr := rt.call(st, stdin)

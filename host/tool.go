@@ -69,3 +69,16 @@ type Result struct {
 	Audit  broker.Audit
 	Err    error
 }
+
+// RunOptions are a run's optional settings, for Runtime.RunWith. The zero value is Run's.
+type RunOptions struct {
+	// RunID names the run on its audit line; "" means a fresh random id. A caller that records
+	// the run before it starts (a daemon's crash journal) picks it.
+	RunID string
+	// OnCall, when set, is called with each trace entry as the broker records it, possibly from
+	// several goroutines at once. It must not block for long: the guest waits for it.
+	OnCall func(broker.TraceEntry)
+	// OnLog, when set, is called with each chunk the guest writes to stderr and the log keeps
+	// (chunks are not split into lines). The slice is only valid during the call.
+	OnLog func([]byte)
+}

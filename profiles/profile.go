@@ -20,6 +20,7 @@ type Profile struct {
 	Preamble       string // optional; absolute path of a generated client library
 	Budget         Budget // forwarded calls per run
 	Limits         Limits // resource limits, defaults filled in
+	Description    string // optional; what the grant is for, shown to the daemon's clients
 }
 
 // Credential says where the secret comes from and how it is sent. The secret itself is resolved

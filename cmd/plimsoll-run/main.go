@@ -38,6 +38,8 @@ Usage:
   plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE]
   plimsoll-run profiles check [--profiles DIR]
   plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm] [--scenarios DIR] [--json]
+  plimsoll-run serve [--listen ADDR] [--admin ADDR] [--profiles DIR] [--clients FILE]
+                     [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -68,6 +70,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdDemo(ctx, args[1:], e)
 	case "conformance":
 		return cmdConformance(ctx, args[1:], e)
+	case "serve":
+		return cmdServe(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)

@@ -24,6 +24,9 @@ import (
 func TestMain(m *testing.M) {
 	// Share one wazero compilation cache across the test packages of a run.
 	os.Setenv("PLIMSOLL_CACHE_DIR", testcache.Dir())
+	if os.Getenv(reexecEnv) == "1" { // the serve tests run the real command as a subprocess
+		main()
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,441 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/profiles"
+	"github.com/plimsoll/plimsoll/server/admission"
+)
+
+// Header names and media types of the API.
+const (
+	HeaderCriticality = "Plimsoll-Criticality"
+	MediaNDJSON       = "application/x-ndjson"
+	openClient        = "anonymous" // the client name on audit lines in open mode
+	retryBusy         = "1"         // seconds, on a 429: a slot frees as soon as a run ends
+	retryDraining     = "5"         // seconds, on a 503 while shutting down: another replica or the restart
+)
+
+func (s *Server) apiHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", s.handleRun)
+	mux.HandleFunc("GET /v1/runs/{id}", s.handleGetRun)
+	mux.HandleFunc("GET /v1/profiles", s.handleProfiles)
+	mux.HandleFunc("GET /v1/profiles/{name}", s.handleProfile)
+	s.probes(mux)
+	return s.counted(mux)
+}
+
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/profiles", s.handleProfileState)
+	s.probes(mux)
+	return s.counted(mux)
+}
+
+func (s *Server) probes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case s.draining.Load():
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+	case !s.ready.Load():
+		http.Error(w, "the JS engine is not compiled yet", http.StatusServiceUnavailable)
+	default:
+		io.WriteString(w, "ok\n")
+	}
+}
+
+// counted records every answer by route pattern (never the raw path) and status code.
+func (s *Server) counted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.metrics.request(r.Pattern, rec.code)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// errorBody is every refusal's answer.
+type errorBody struct {
+	Error  string `json:"error"`
+	Field  string `json:"field,omitempty"`
+	Status int    `json:"status"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func refuse(w http.ResponseWriter, code int, field, reason string) {
+	writeJSON(w, code, errorBody{Error: reason, Field: field, Status: code})
+}
+
+func refuseErr(w http.ResponseWriter, err *RequestError) {
+	refuse(w, err.Status, err.Field, err.Reason)
+}
+
+// authenticate returns the caller's client name, or answers 401 and returns false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Client, bool) {
+	if s.clients == nil {
+		return &Client{Name: openClient, Profiles: []string{AllProfiles}}, true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var c *Client
+	if ok {
+		c = s.clients.Authenticate(strings.TrimSpace(tok))
+	}
+	if c == nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="plimsoll"`)
+		reason := "Authorization: Bearer <token> is required"
+		if ok {
+			reason = "the bearer token is not a client's" // the token is not echoed
+		}
+		refuse(w, http.StatusUnauthorized, "Authorization", reason)
+		return nil, false
+	}
+	return c, true
+}
+
+// profileFor finds a profile the client may use, or answers 403 or 404.
+func (s *Server) profileFor(w http.ResponseWriter, c *Client, name string, field string) (*profiles.Profile, bool) {
+	if !c.May(name) {
+		refuse(w, http.StatusForbidden, field, "client "+c.Name+" may not use profile "+name)
+		return nil, false
+	}
+	p, ok := s.store.Get(name)
+	if !ok {
+		refuse(w, http.StatusNotFound, field, "no profile "+name)
+		return nil, false
+	}
+	return p, true
+}
+
+// readRunBody checks the content type and size and decodes the body.
+func (s *Server) readRunBody(w http.ResponseWriter, r *http.Request) (runRequest, *RequestError) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return runRequest{}, &RequestError{Status: http.StatusUnsupportedMediaType, Field: "Content-Type", Reason: "the body must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return runRequest{}, &RequestError{Status: http.StatusRequestEntityTooLarge, Field: "body", Reason: "the body is over " + profiles.FormatSize(mbe.Limit)}
+	}
+	if err != nil {
+		return runRequest{}, &RequestError{Status: http.StatusBadRequest, Field: "body", Reason: "reading the body: " + err.Error()}
+	}
+	req, err := DecodeRunRequest(body)
+	if err != nil {
+		return runRequest{}, err.(*RequestError)
+	}
+	return req, nil
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !s.runs.enter() {
+		w.Header().Set("Retry-After", retryDraining)
+		refuse(w, http.StatusServiceUnavailable, "", "the daemon is shutting down")
+		return
+	}
+	defer s.runs.leave()
+	req, rerr := s.readRunBody(w, r)
+	if rerr != nil {
+		refuseErr(w, rerr)
+		return
+	}
+	crit, err := admission.ParseCriticality(r.Header.Get(HeaderCriticality))
+	if err != nil {
+		refuse(w, http.StatusBadRequest, HeaderCriticality, err.Error())
+		return
+	}
+	p, ok := s.profileFor(w, c, req.Profile, "profile")
+	if !ok {
+		return
+	}
+	release, ok := s.admit(w, r, crit)
+	if !ok {
+		return
+	}
+	defer release()
+	s.execute(w, r, c, p, req)
+}
+
+// admit waits for a run slot, or answers 429 when the queue sheds the request.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, crit admission.Criticality) (func(), bool) {
+	t0 := time.Now()
+	release, err := s.adm.Acquire(r.Context(), crit)
+	var shed *admission.ShedError
+	switch {
+	case errors.As(err, &shed):
+		s.metrics.shed(shed)
+		w.Header().Set("Retry-After", retryBusy)
+		refuse(w, http.StatusTooManyRequests, "", shed.Error())
+		return nil, false
+	case err != nil:
+		return nil, false // the client went away while waiting
+	}
+	s.metrics.queueWait.WithLabelValues(crit.String()).Observe(time.Since(t0).Seconds())
+	return release, true
+}
+
+// runAnswer is a run's result, as answered and as the NDJSON stream's last line.
+type runAnswer struct {
+	Type   string              `json:"type,omitempty"`
+	RunID  string              `json:"run_id"`
+	Status broker.Status       `json:"status"`
+	Output json.RawMessage     `json:"output"`
+	Error  string              `json:"error"`
+	Log    string              `json:"log"`
+	Trace  []broker.TraceEntry `json:"trace"`
+	Audit  auditRecord         `json:"audit"`
+}
+
+// execute journals, runs, audits (synced) and answers one admitted run.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest) {
+	runID := broker.NewRunID()
+	if s.journal != nil {
+		err := s.journal.Begin(journalEntry{RunID: runID, Client: c.Name, Profile: p.Name, Tool: req.Tool.Name, ToolDigest: req.Digest, Start: time.Now().UTC()})
+		if err != nil {
+			s.log.Error("journal write failed: run refused", "error", err.Error())
+			refuse(w, http.StatusInternalServerError, "", "the daemon cannot journal the run")
+			return
+		}
+	}
+	var st *streamer
+	opts := host.RunOptions{RunID: runID}
+	if acceptsNDJSON(r) {
+		st = newStreamer(w)
+		opts.OnCall, opts.OnLog = st.call, st.log
+	}
+	ctx, cancel := s.runContext(r.Context(), req.Timeout)
+	defer cancel()
+	t0 := time.Now()
+	res := s.rt.RunWith(ctx, req.Tool, p, req.Input, opts)
+	a := s.finish(c, res, time.Since(t0))
+	if st != nil {
+		st.flushLog()
+		a.Type = "result"
+		st.send(a)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// finish writes the audit line (synced) and records the run; the answer may go out after it.
+func (s *Server) finish(c *Client, res host.Result, took time.Duration) runAnswer {
+	rec := auditRecord{Audit: res.Audit, Client: c.Name}
+	if err := s.audit.Append(rec.line()); err != nil {
+		// The line must not be lost: it goes to the log, which a shipper also keeps.
+		s.log.Error("audit file write failed; audit line follows", "error", err.Error(), "audit", string(rec.line()))
+	}
+	if s.journal != nil {
+		s.journal.End(res.Audit.RunID)
+	}
+	s.metrics.observeRun(res.Audit, res.Trace, took.Seconds())
+	a := runAnswer{RunID: res.Audit.RunID, Status: res.Audit.Status, Output: outputJSON(res.Output),
+		Error: res.Audit.Error, Log: string(res.Log), Trace: res.Trace, Audit: rec}
+	if a.Trace == nil {
+		a.Trace = []broker.TraceEntry{}
+	}
+	s.recent.put(a.RunID, c.Name, a)
+	return a
+}
+
+// runContext ends with the request, at the drain deadline, or after the request's timeout.
+func (s *Server) runContext(reqCtx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(reqCtx)
+	stop := context.AfterFunc(s.runsCtx, cancel)
+	if timeout > 0 {
+		var tcancel context.CancelFunc
+		ctx, tcancel = context.WithTimeout(ctx, timeout)
+		return ctx, func() { tcancel(); stop(); cancel() }
+	}
+	return ctx, func() { stop(); cancel() }
+}
+
+// outputJSON is the tool's value: its output when that is JSON, else the output as a string.
+func outputJSON(out []byte) json.RawMessage {
+	t := bytes.TrimSpace(out)
+	if len(t) == 0 {
+		return json.RawMessage("null")
+	}
+	if json.Valid(t) {
+		return t
+	}
+	b, _ := json.Marshal(string(out))
+	return b
+}
+
+func acceptsNDJSON(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == MediaNDJSON {
+			return true
+		}
+	}
+	return false
+}
+
+// streamer writes the NDJSON answer: log lines and calls as they happen, then the result.
+type streamer struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	enc     *json.Encoder
+	pending []byte // log bytes after the last newline
+}
+
+func newStreamer(w http.ResponseWriter) *streamer {
+	w.Header().Set("Content-Type", MediaNDJSON)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	return &streamer{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+}
+
+func (st *streamer) send(v any) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sendLocked(v)
+}
+
+func (st *streamer) sendLocked(v any) {
+	st.enc.Encode(v) // a client that went away ends the run through its context
+	st.rc.Flush()
+}
+
+type logLine struct {
+	Type string `json:"type"`
+	Line string `json:"line"`
+}
+
+type callLine struct {
+	Type  string            `json:"type"`
+	Entry broker.TraceEntry `json:"entry"`
+}
+
+func (st *streamer) call(e broker.TraceEntry) { st.send(callLine{Type: "call", Entry: e}) }
+
+func (st *streamer) log(p []byte) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.pending = append(st.pending, p...)
+	for {
+		i := bytes.IndexByte(st.pending, '\n')
+		if i < 0 {
+			return
+		}
+		st.sendLocked(logLine{Type: "log", Line: string(st.pending[:i])})
+		st.pending = st.pending[i+1:]
+	}
+}
+
+// flushLog sends a last line that had no newline.
+func (st *streamer) flushLog() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.pending) > 0 {
+		st.sendLocked(logLine{Type: "log", Line: string(st.pending)})
+		st.pending = nil
+	}
+}
+
+func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	a, ok := s.recent.get(r.PathValue("id"), c.Name)
+	if !ok {
+		// Another client's run is not found either: its existence is not disclosed.
+		refuse(w, http.StatusNotFound, "id", "no recent run of yours with that id")
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// profileView is a profile as its clients see it: no credential source, no file path.
+type profileView struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Routes      []string `json:"routes"`
+	HealthCheck string   `json:"health_check,omitempty"`
+	BudgetCalls int      `json:"budget_calls"`
+}
+
+func viewOf(p *profiles.Profile) profileView {
+	v := profileView{Name: p.Name, Description: p.Description, BudgetCalls: p.Budget.Calls, Routes: []string{}}
+	for _, rt := range p.Routes {
+		v.Routes = append(v.Routes, rt.String())
+	}
+	if p.HealthCheck != nil {
+		v.HealthCheck = p.HealthCheck.String()
+	}
+	return v
+}
+
+func (s *Server) handleProfiles(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	out := []profileView{}
+	for _, p := range s.store.Profiles() {
+		if c.May(p.Name) {
+			out = append(out, viewOf(p))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": out})
+}
+
+func (s *Server) handleProfile(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if p, ok := s.profileFor(w, c, r.PathValue("name"), "name"); ok {
+		writeJSON(w, http.StatusOK, viewOf(p))
+	}
+}
+
+// handleProfileState is the admin plane's view of the profile directory, errors included.
+func (s *Server) handleProfileState(w http.ResponseWriter, r *http.Request) {
+	files, gen := s.store.State()
+	writeJSON(w, http.StatusOK, map[string]any{"generation": gen, "files": files})
+}

@@ -1,0 +1,154 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/plimsoll/plimsoll/host"
+)
+
+// RequestError is a refused request: Status is the HTTP status, Field the body field (or
+// header) at fault, Reason why.
+type RequestError struct {
+	Status int
+	Field  string
+	Reason string
+}
+
+func (e *RequestError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// runRequest is a decoded POST /v1/runs body.
+type runRequest struct {
+	Profile string
+	Tool    host.Tool
+	Digest  string // "sha256:<hex>" of the code or module
+	Input   []byte // JSON; "null" when absent
+	Timeout time.Duration
+}
+
+// wireRunRequest is the body as sent.
+type wireRunRequest struct {
+	Profile    *string         `json:"profile"`
+	Code       *string         `json:"code"`
+	WasmBase64 *string         `json:"wasm_base64"`
+	Input      json.RawMessage `json:"input"`
+	Timeout    *string         `json:"timeout"`
+}
+
+// MaxToolBytes caps a tool's code or decoded module, as the CLI does.
+const MaxToolBytes = 4 << 20
+
+// DecodeRunRequest decodes and validates a POST /v1/runs body. Errors are *RequestError with
+// status 400 naming the field.
+func DecodeRunRequest(body []byte) (runRequest, error) {
+	var w wireRunRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return runRequest{}, decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return runRequest{}, bad("", "the body holds more than one JSON value")
+	}
+	return w.validate()
+}
+
+func bad(field, format string, args ...any) *RequestError {
+	return &RequestError{Status: 400, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// decodeError names the field a JSON error is about.
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return bad(te.Field, "must be a JSON %s, not %s", kindOf(te.Type.String()), te.Value)
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return bad(strings.Trim(f, `"`), "unknown field (known: profile, code, wasm_base64, input, timeout)")
+	}
+	return bad("", "the body is not a JSON object: %v", err)
+}
+
+func kindOf(goType string) string {
+	if strings.Contains(goType, "string") {
+		return "string"
+	}
+	return goType
+}
+
+func (w wireRunRequest) validate() (runRequest, error) {
+	var r runRequest
+	if w.Profile == nil || *w.Profile == "" {
+		return r, bad("profile", "is required: the name of a grant profile")
+	}
+	r.Profile = *w.Profile
+	if strings.ContainsAny(r.Profile, `/\`) || r.Profile == "." || r.Profile == ".." {
+		return r, bad("profile", "%q is not a profile name", r.Profile)
+	}
+	tool, digest, err := w.tool()
+	if err != nil {
+		return r, err
+	}
+	r.Tool, r.Digest = tool, digest
+	r.Input = []byte("null")
+	if len(w.Input) > 0 {
+		r.Input = w.Input
+	}
+	if w.Timeout != nil {
+		d, err := time.ParseDuration(*w.Timeout)
+		if err != nil || d <= 0 {
+			return r, bad("timeout", "%q is not a positive duration such as 5s or 500ms", *w.Timeout)
+		}
+		r.Timeout = d
+	}
+	return r, nil
+}
+
+// tool builds the tool from code or wasm_base64; its name carries the digest's prefix so the
+// audit line ties it to the journal.
+func (w wireRunRequest) tool() (host.Tool, string, error) {
+	switch {
+	case (w.Code == nil) == (w.WasmBase64 == nil):
+		return host.Tool{}, "", bad("code", "give exactly one of code (JavaScript) and wasm_base64")
+	case w.Code != nil:
+		if *w.Code == "" {
+			return host.Tool{}, "", bad("code", "must not be empty")
+		}
+		if len(*w.Code) > MaxToolBytes {
+			return host.Tool{}, "", bad("code", "is over %d bytes", MaxToolBytes)
+		}
+		d := digest([]byte(*w.Code))
+		return host.JSTool(toolName(d, ".js"), *w.Code), d, nil
+	}
+	bin, err := base64.StdEncoding.DecodeString(*w.WasmBase64)
+	if err != nil {
+		return host.Tool{}, "", bad("wasm_base64", "is not standard base64: %v", err)
+	}
+	if len(bin) == 0 || len(bin) > MaxToolBytes {
+		return host.Tool{}, "", bad("wasm_base64", "the module is %d bytes: want 1 to %d", len(bin), MaxToolBytes)
+	}
+	d := digest(bin)
+	return host.WasmTool(toolName(d, ".wasm"), bin), d, nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func toolName(digest, ext string) string {
+	return "sha256-" + strings.TrimPrefix(digest, "sha256:")[:16] + ext
+}

@@ -1,0 +1,53 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/plimsoll/plimsoll/internal/testcache"
+	"github.com/plimsoll/plimsoll/server"
+)
+
+// A daemon in open mode on a loopback ephemeral port runs one JavaScript tool over HTTP.
+func Example() {
+	dir, _ := os.MkdirTemp("", "plimsoll-serve-example-")
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, "calc.yaml"), []byte("base_url: http://127.0.0.1:9\nroutes: [GET /*]\n"), 0o644)
+
+	ctx, stop := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, server.Config{Listen: "127.0.0.1:0", Admin: "off", ProfilesDir: dir,
+			AuditFile: filepath.Join(dir, "audit.jsonl"), CacheDir: testcache.Dir(),
+			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+			Ready:  func(api, _ string) { addr <- api }})
+	}()
+	url := "http://" + <-addr + "/v1/runs"
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"profile":"calc","code":"return input.a + input.b","input":{"a":2,"b":3}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var a struct {
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+		Audit  struct{ Client string }
+	}
+	json.NewDecoder(resp.Body).Decode(&a)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, a.Status, string(a.Output), a.Audit.Client)
+
+	stop() // as SIGTERM: drain, sync the audit file, return nil
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// 200 ok 5 anonymous
+	// stopped: <nil>
+}
