@@ -111,6 +111,13 @@ func BenchmarkSpecgenClientLoad(b *testing.B) {
 		})
 	}
 	b.Run("no preamble", func(b *testing.B) { run(b, bare, `return typeof api.get;`) })
+	if extra := os.Getenv("SPECGEN_BENCH_PROFILE"); extra != "" {
+		b.Run("extra", func(b *testing.B) {
+			p, err := profiles.LoadFile(extra)
+			require.NoError(b, err)
+			run(b, p, `return typeof api.get;`)
+		})
+	}
 	for _, d := range realDocs {
 		b.Run(d.name, func(b *testing.B) {
 			_, p, spec := realGenerated(b, d, srv.URL)

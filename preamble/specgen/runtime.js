@@ -149,11 +149,8 @@ function encodeBody(fn, b, v) {
   return v;
 }
 
-// op installs one generated function on api.
-function op(name, method, pieces, params, body) {
-  if (own.call(api, name)) {
-    throw new Error("plimsoll-specgen: api." + name + " is already defined; not replacing it");
-  }
+// makeOp builds one generated function.
+function makeOp(name, method, pieces, params, body) {
   var known = Object.create(null);
   params.forEach(function (p) { known[p.k] = true; });
   if (body) {
@@ -161,13 +158,14 @@ function op(name, method, pieces, params, body) {
   }
   // Like the generic preamble's functions, a generated one never throws: an argument error
   // rejects the Promise it returns, and no call is made.
-  api[name] = function (args) {
+  var fn = function (args) {
     try {
       return send(args);
     } catch (e) {
       return Promise.reject(e);
     }
   };
+  return fn;
   function send(args) {
     if (args === undefined || args === null) {
       args = {};
@@ -226,4 +224,291 @@ function op(name, method, pieces, params, body) {
     }
     return api.call(method, path, opts);
   }
+}
+
+var DEFAULT_STYLE = {path: "simple", query: "form", header: "simple"};
+var IN = {p: "path", q: "query", h: "header"};
+
+// decode turns one operation's client line (see compact.go) into makeOp's arguments.
+function decode(name, line) {
+  var d = JSON.parse(line);
+  var params = d[2].map(function (a) {
+    var i = IN[a[1]];
+    var f = a[2] || 0;
+    var p = {k: a[0], i: i, s: a[4] || DEFAULT_STYLE[i]};
+    if (i !== "path") {
+      p.n = a[3] || a[0];
+    }
+    if (f & 1) p.r = true;
+    if (f & 2) p.x = true;
+    if (f & 4) p.j = true;
+    return p;
+  });
+  var body = d[3] ? {t: d[3][0], f: d[3][1], r: d[3][2] === 1} : null;
+  return makeOp(name, d[0], d[1], params, body);
+}
+
+// line finds the tab-separated line that starts with name in a "\n"-framed table, or null.
+function line(table, name) {
+  var at = table.indexOf("\n" + name + "\t");
+  if (at < 0) {
+    return null;
+  }
+  var start = at + name.length + 2;
+  return table.slice(start, table.indexOf("\n", start));
+}
+
+function isName(k) {
+  return typeof k === "string" && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k);
+}
+
+// install makes the API's functions reachable on api without building any of them: api's
+// prototype becomes a Proxy that, for a name in the table, decodes the function once and keeps
+// it. api's own properties (call, get, ...) are found first, and every other name falls through
+// to what api inherited before.
+function install(ops, index, types) {
+  ["search", "describe"].concat(Object.getOwnPropertyNames(api)).forEach(function (k) {
+    if (own.call(api, k) && (k === "search" || k === "describe" || line(ops, k) !== null)) {
+      throw new Error("plimsoll-specgen: api." + k + " is already defined; not replacing it");
+    }
+  });
+  var made = Object.create(null);
+  var base = Object.getPrototypeOf(api);
+  function find(k) {
+    if (!isName(k)) {
+      return undefined;
+    }
+    if (own.call(made, k)) {
+      return made[k];
+    }
+    var l = line(ops, k);
+    made[k] = l === null ? undefined : decode(k, l);
+    return made[k];
+  }
+  Object.setPrototypeOf(api, new Proxy(base === null ? Object.create(null) : base, {
+    get: function (target, k, receiver) {
+      var f = find(k);
+      return f !== undefined ? f : Reflect.get(target, k, receiver);
+    },
+    has: function (target, k) {
+      return find(k) !== undefined || Reflect.has(target, k);
+    }
+  }));
+  var search = searcher(index, types);
+  Object.defineProperty(api, "search", {value: search.search, writable: true, enumerable: false, configurable: true});
+  Object.defineProperty(api, "describe", {value: search.describe, writable: true, enumerable: false, configurable: true});
+}
+
+// ---- api.search and api.describe -------------------------------------------------------------
+
+// Words that carry no meaning in a query.
+var STOP = {};
+"a an the of for to in on by with and or from into as at is are be my our your its their any some every this that these those i we you it how do does can please using via".split(" ").forEach(function (w) { STOP[w] = true; });
+
+// Synonyms: a query word and a document word meet in one canonical word.
+var CANON = {
+  add: "create", new: "create", make: "create", post: "create", creat: "create",
+  remove: "delete", destroy: "delete", del: "delete", erase: "delete",
+  edit: "update", modify: "update", change: "update", patch: "update", set: "update",
+  fetch: "get", retrieve: "get", show: "get", read: "get", view: "get", obtain: "get",
+  enumerate: "list", browse: "list",
+  repository: "repo", pr: "pull", prs: "pull", org: "organization", orgs: "organization",
+  organisation: "organization", me: "authenticated", mine: "authenticated"
+};
+
+// stem reduces an English plural to its singular, as far as a short rule can.
+function stem(w) {
+  if (w.length > 4 && /ies$/.test(w)) return w.slice(0, -3) + "y";
+  if (w.length > 4 && /(ches|shes|sses|xes|zes)$/.test(w)) return w.slice(0, -2);
+  if (w.length > 3 && /s$/.test(w) && !/(ss|us|is)$/.test(w)) return w.slice(0, -1);
+  return w;
+}
+
+// words splits text into canonical search words: camelCase and snake_case apart, lower case,
+// no stop words, plurals made singular, synonyms made one.
+function words(text) {
+  var s = String(text).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2").toLowerCase();
+  var out = [];
+  s.split(/[^a-z0-9]+/).forEach(function (w) {
+    if (w === "" || STOP[w]) {
+      return;
+    }
+    w = CANON[w] || w;
+    w = stem(w);
+    w = CANON[w] || w;
+    out.push(w);
+  });
+  return out;
+}
+
+var VERB = {GET: "get", HEAD: "get", POST: "create", PUT: "update", PATCH: "update", DELETE: "delete", OPTIONS: "options"};
+
+// Field weights: a word in the function's name counts most, then the path, the group, the
+// summary, the method's verb and the description.
+var W_NAME = 3, W_PATH = 2, W_GROUP = 1.5, W_SUMMARY = 1.2, W_VERB = 1, W_DOC = 0.4;
+
+function searcher(index, types) {
+  var entries = null;
+  var df = null;
+  var byName = null;
+
+  function load() {
+    if (entries !== null) {
+      return;
+    }
+    entries = [];
+    df = Object.create(null);
+    byName = Object.create(null);
+    index.split("\n").forEach(function (l) {
+      if (l === "") {
+        return;
+      }
+      var f = l.split("\t");
+      var e = {fn: f[0], http: f[1], group: f[2], summary: f[3], sig: f[4], doc: f[5] || "", deprecated: f[6] === "1", w: Object.create(null)};
+      var method = e.http.slice(0, e.http.indexOf(" "));
+      var path = e.http.slice(method.length + 1);
+      function add(text, weight) {
+        words(text).forEach(function (t) {
+          if (!(e.w[t] >= weight)) {
+            e.w[t] = weight;
+          }
+        });
+      }
+      add(e.doc, W_DOC);
+      add(VERB[method] || "", W_VERB);
+      if (method === "GET" && !/\}$/.test(path)) {
+        add("list", W_VERB);
+      }
+      add(e.summary, W_SUMMARY);
+      add(e.group, W_GROUP);
+      add(path.replace(/\{[^}]*\}/g, " "), W_PATH);
+      add(e.fn, W_NAME);
+      Object.keys(e.w).forEach(function (t) { df[t] = (df[t] || 0) + 1; });
+      e.n = Object.keys(e.w).length;
+      byName[e.fn] = e;
+      entries.push(e);
+    });
+  }
+
+  // usedTypes collects the named types a text mentions, and (deep) those their shapes mention.
+  function usedTypes(text, out, deep, budget) {
+    var re = /[A-Za-z_][A-Za-z0-9_.$-]+/g;
+    var m;
+    var queue = [];
+    while ((m = re.exec(text)) !== null) {
+      queue.push(m[0]);
+    }
+    for (var i = 0; i < queue.length; i++) {
+      var n = queue[i];
+      if (own.call(out, n)) {
+        continue;
+      }
+      var at = types.indexOf("\n" + n + "=");
+      if (at < 0) {
+        continue;
+      }
+      var start = at + n.length + 2;
+      var shape = types.slice(start, types.indexOf("\n", start));
+      if (budget.left <= 0) {
+        break;
+      }
+      if (shape.length > budget.each) {
+        shape = shape.slice(0, budget.each) + "\u2026";
+      }
+      budget.left -= shape.length + n.length;
+      out[n] = shape;
+      if (deep) {
+        var more = shape.match(re) || [];
+        for (var j = 0; j < more.length; j++) {
+          queue.push(more[j]);
+        }
+      }
+    }
+    return out;
+  }
+
+  function search(text, opts) {
+    if (typeof text !== "string") {
+      throw new TypeError("api.search: pass the words to look for as a string");
+    }
+    var limit = 5;
+    if (opts !== undefined && opts !== null) {
+      if (typeof opts !== "object" || Object.keys(opts).some(function (k) { return k !== "limit"; })) {
+        throw new TypeError("api.search: options are {limit: n}");
+      }
+      if (opts.limit !== undefined) {
+        limit = Math.max(1, Math.min(20, Math.floor(Number(opts.limit)) || 5));
+      }
+    }
+    load();
+    var q = [];
+    words(text).forEach(function (t) {
+      if (q.indexOf(t) < 0) {
+        q.push(t);
+      }
+    });
+    var direct = byName[text.trim()];
+    var scored = [];
+    var N = entries.length;
+    entries.forEach(function (e, i) {
+      var score = 0;
+      var hit = 0;
+      q.forEach(function (t) {
+        var w = e.w[t];
+        if (w !== undefined) {
+          score += w * Math.log(1 + N / df[t]);
+          hit++;
+        }
+      });
+      if (hit === 0 && e !== direct) {
+        return;
+      }
+      score *= (1 + hit) / (1 + q.length); // every word found beats some found
+      score /= 1 + 0.02 * e.n; // a focused operation beats a sprawling one
+      if (e.deprecated) {
+        score *= 0.7;
+      }
+      if (e === direct) {
+        score += 1000;
+      }
+      scored.push({e: e, s: score, i: i});
+    });
+    scored.sort(function (a, b) { return b.s - a.s || a.i - b.i; });
+    var results = [];
+    var typesOut = {};
+    var budget = {left: 1600, each: 400};
+    scored.slice(0, limit).forEach(function (x) {
+      var e = x.e;
+      var r = {fn: e.fn, http: e.http, summary: e.summary, sig: e.sig};
+      if (e.deprecated) {
+        r.deprecated = true;
+      }
+      results.push(r);
+      usedTypes(e.sig, typesOut, false, budget);
+    });
+    return {results: results, types: typesOut};
+  }
+
+  function describe(name) {
+    if (typeof name !== "string") {
+      throw new TypeError("api.describe: pass a function name as a string");
+    }
+    load();
+    var e = byName[name];
+    if (!e) {
+      var near = search(name, {limit: 3}).results.map(function (r) { return r.fn; });
+      throw new Error("api.describe: no function " + JSON.stringify(name) + (near.length ? " (did you mean " + near.join(", ") + "?)" : ""));
+    }
+    var r = {fn: e.fn, http: e.http, summary: e.summary, sig: e.sig};
+    if (e.doc) {
+      r.doc = e.doc;
+    }
+    if (e.deprecated) {
+      r.deprecated = true;
+    }
+    r.types = usedTypes(e.sig, {}, true, {left: 6000, each: 1200});
+    return r;
+  }
+
+  return {search: search, describe: describe, words: words};
 }

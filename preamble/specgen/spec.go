@@ -41,7 +41,9 @@ type Operation struct {
 	Route      string // the profile route: METHOD and path with every {param} segment as '*'
 	ID         string // operationId as written, "" when there is none
 	Func       string // the function's name on api: a safe, unique identifier
-	Summary    string // one line, from summary or else description
+	Summary    string // one line, from summary or else description, as plain text
+	Doc        string // the description as plain text, cut short; "" when it adds nothing
+	Group      string // resource group: the first tag, or the first literal path segment
 	Deprecated bool
 	Params     []*Param // path parameters in path order, then query, then header
 	Body       *Body    // nil when the operation takes no request body
