@@ -15,32 +15,20 @@ import (
 // group, summary, typed signature, description) and the named types are two more string
 // literals, split and tokenised only when a tool first calls api.search or api.describe.
 
-// clientLine is one operation's client data: [method, pieces, params, body], where a piece is
-// literal text or the index of a path parameter, a parameter is [key, in, flags, wire name,
-// style] with trailing defaults left out (in: "p" path, "q" query, "h" header; flags: 1
-// required, 2 explode, 4 JSON; the wire name defaults to the key, the style to the location's
-// default) and body is [media type, kind, required] or 0.
-func clientLine(op *Operation) string {
+// clientParams is one operation's parameters for the client: a JSON array of [key, in, flags,
+// wire name, style] with trailing defaults left out (in: "p" path, "q" query, "h" header; flags:
+// 1 required, 2 explode, 4 JSON; the wire name defaults to the key, the style to the location's
+// default). Path parameters come first, in the order the template names them, which is how the
+// builder matches the template's {slots} to them.
+func clientParams(op *Operation) string {
 	var b strings.Builder
-	b.WriteString(`["` + op.Method + `",[`)
-	for i, pc := range op.pieces {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if pc.param >= 0 {
-			b.WriteString(itoa(pc.param))
-		} else {
-			b.WriteString(jsonText(pc.lit))
-		}
-	}
-	b.WriteString("],[")
+	b.WriteByte('[')
 	for i, p := range op.Params {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		in := p.In[:1]
 		flags := 0
-		if p.Required {
+		if p.Required && p.In != "path" {
 			flags |= 1
 		}
 		if p.Explode {
@@ -56,14 +44,14 @@ func clientLine(op *Operation) string {
 		case "header":
 			wire = p.Name
 		}
-		style, def := p.Style, map[string]string{"path": "simple", "query": "form", "header": "simple"}[p.In]
-		if style == def {
+		style := p.Style
+		if style == map[string]string{"path": "simple", "query": "form", "header": "simple"}[p.In] {
 			style = ""
 		}
 		if wire == p.Key {
 			wire = ""
 		}
-		fields := []string{jsonText(p.Key), `"` + in + `"`, itoa(flags), jsonText(wire), jsonText(style)}
+		fields := []string{jsonText(p.Key), `"` + p.In[:1] + `"`, itoa(flags), jsonText(wire), jsonText(style)}
 		n := len(fields)
 		for n > 3 && fields[n-1] == `""` {
 			n--
@@ -73,25 +61,54 @@ func clientLine(op *Operation) string {
 		}
 		b.WriteString("[" + strings.Join(fields[:n], ",") + "]")
 	}
-	b.WriteString("],")
-	if op.Body == nil {
-		b.WriteString("0")
-	} else {
-		req := "0"
-		if op.Body.Required {
-			req = "1"
-		}
-		b.WriteString("[" + jsonText(op.Body.MediaType) + "," + jsonText(op.Body.Kind) + "," + req + "]")
-	}
-	b.WriteString("]")
+	b.WriteByte(']')
 	return b.String()
+}
+
+// clientBody is [media type, kind, required] as JSON, or "" for no body.
+func clientBody(op *Operation) string {
+	if op.Body == nil {
+		return ""
+	}
+	req := "0"
+	if op.Body.Required {
+		req = "1"
+	}
+	return "[" + jsonText(op.Body.MediaType) + "," + jsonText(op.Body.Kind) + "," + req + "]"
 }
 
 // Search data limits: what api.search and api.describe can show of one operation.
 const (
-	searchMaxDepth = 2  // nested inline objects past this are written "object"
-	searchMaxProps = 16 // properties per object before "…"
+	searchMaxDepth = 2   // nested inline objects past this are written "object"
+	searchMaxProps = 16  // properties per object before "…"
+	maxTypeLine    = 600 // bytes of one named type's shape, cut at a property boundary
 )
+
+// cutShape cuts a shape written by the describer to about max bytes at a top-level property
+// boundary, and closes it with "…}".
+func cutShape(shape string, max int) string {
+	depth, last := 0, -1
+	for i := 0; i < len(shape) && i < max; i++ {
+		switch c := shape[i]; {
+		case c == '{' || c == '(' || c == '[':
+			depth++
+		case c == '}' || c == ')' || c == ']':
+			depth--
+		case c == '"':
+			for i++; i < len(shape) && shape[i] != '"'; i++ {
+				if shape[i] == '\\' {
+					i++
+				}
+			}
+		case c == ',' && depth == 1:
+			last = i
+		}
+	}
+	if last < 0 || !strings.HasPrefix(shape, "{") {
+		return "object"
+	}
+	return shape[:last] + ",…}"
+}
 
 // opInfo is what the description, api.search and api.describe know of one operation.
 type opInfo struct {
@@ -117,20 +134,28 @@ func (d *describer) typeLines() []string {
 	var lines []string
 	for i := 0; i < len(d.order); i++ {
 		ref := d.order[i]
-		lines = append(lines, d.names[ref]+"="+d.inline(d.defs[ref].Value, 1))
+		shape := d.inline(d.defs[ref].Value, 1)
+		if len(shape) > maxTypeLine {
+			shape = cutShape(shape, maxTypeLine)
+		}
+		lines = append(lines, d.names[ref]+"="+shape)
 	}
 	return lines
 }
 
-// indexLine is one operation for api.search and api.describe, fields separated by tabs:
-// name, "METHOD /path", group, summary, signature, description, deprecated ("1" or "").
-func indexLine(in opInfo) string {
+// Fields of an operation's line in the generated table, separated by tabs.
+const opLineFields = "name, method, path, group, summary, signature after the name, parameters, body, description, deprecated"
+
+// opLine is one operation for the client, api.search and api.describe: opLineFields in order,
+// trailing empty fields left out.
+func opLine(in opInfo) string {
 	op := in.op
 	dep := ""
 	if op.Deprecated {
 		dep = "1"
 	}
-	fields := []string{op.Func, op.Method + " " + op.Path, op.Group, op.Summary, in.sig, op.Doc, dep}
+	fields := []string{op.Func, op.Method, op.Path, op.Group, op.Summary, strings.TrimPrefix(in.sig, op.Func),
+		clientParams(op), clientBody(op), op.Doc, dep}
 	for i, f := range fields {
 		fields[i] = strings.Map(func(r rune) rune {
 			if r == '\t' || r == '\n' || r == '\r' {
@@ -140,7 +165,7 @@ func indexLine(in opInfo) string {
 		}, f)
 	}
 	n := len(fields)
-	for n > 5 && fields[n-1] == "" {
+	for n > 7 && fields[n-1] == "" {
 		n--
 	}
 	return strings.Join(fields[:n], "\t")

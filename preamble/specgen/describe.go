@@ -67,8 +67,17 @@ func (s *Spec) heading(suffix string) string {
 	return fmt.Sprintf("%s %s: %d functions on `api`%s.\n", title, oneLine(s.Version, 20), len(s.Ops), suffix)
 }
 
+// Listing limits: what one function line and one type line may spend.
+const (
+	listMaxDepth   = 2   // nested inline objects past this are written "object"
+	listMaxProps   = 12  // properties per object before "…"
+	listMaxSummary = 60  // runes of summary
+	listMaxType    = 320 // bytes of one type's shape
+)
+
 func (s *Spec) fullListing() string {
-	d := &describer{names: map[string]string{}, taken: map[string]bool{}, defs: map[string]*openapi3.SchemaRef{}}
+	d := &describer{maxDepth: listMaxDepth, maxProps: listMaxProps, short: true,
+		names: map[string]string{}, taken: map[string]bool{}, defs: map[string]*openapi3.SchemaRef{}}
 	var fns strings.Builder
 	for _, op := range s.Ops {
 		fns.WriteString(d.signature(op))
@@ -80,6 +89,9 @@ func (s *Spec) fullListing() string {
 	for i := 0; i < len(d.order); i++ {
 		ref := d.order[i]
 		body := d.inline(d.defs[ref].Value, 0)
+		if len(body) > listMaxType {
+			body = cutShape(body, listMaxType)
+		}
 		if _, seen := sameShape[body]; !seen {
 			bodies = append(bodies, body)
 		}
@@ -181,7 +193,8 @@ func (s *Spec) example() string {
 }
 
 type describer struct {
-	maxDepth, maxProps int // 0 means maxInlineDepth, maxProps
+	maxDepth, maxProps int  // 0 means maxInlineDepth, maxProps
+	short              bool // summaries cut to listMaxSummary
 
 	names map[string]string // component schema $ref → name shown
 	taken map[string]bool   // names shown so far
@@ -195,6 +208,9 @@ func (d *describer) signature(op *Operation) string {
 	sum := op.Summary
 	if restates(sum, op.Func) {
 		sum = ""
+	}
+	if d.short {
+		sum = prose(sum, listMaxSummary)
 	}
 	if op.Deprecated {
 		sum = strings.TrimSpace("(deprecated) " + sum)

@@ -229,23 +229,40 @@ function makeOp(name, method, pieces, params, body) {
 var DEFAULT_STYLE = {path: "simple", query: "form", header: "simple"};
 var IN = {p: "path", q: "query", h: "header"};
 
-// decode turns one operation's client line (see compact.go) into makeOp's arguments.
-function decode(name, line) {
-  var d = JSON.parse(line);
-  var params = d[2].map(function (a) {
+// decode turns one operation's line (see compact.go) into its function. The path's {slots}
+// are the path parameters, which come first in the parameter list in order of first appearance.
+function decode(name, l) {
+  var f = l.split("\t");
+  var params = JSON.parse(f[5]).map(function (a) {
     var i = IN[a[1]];
-    var f = a[2] || 0;
+    var fl = a[2] || 0;
     var p = {k: a[0], i: i, s: a[4] || DEFAULT_STYLE[i]};
-    if (i !== "path") {
+    if (i === "path") {
+      p.r = true;
+    } else {
       p.n = a[3] || a[0];
     }
-    if (f & 1) p.r = true;
-    if (f & 2) p.x = true;
-    if (f & 4) p.j = true;
+    if (fl & 1) p.r = true;
+    if (fl & 2) p.x = true;
+    if (fl & 4) p.j = true;
     return p;
   });
-  var body = d[3] ? {t: d[3][0], f: d[3][1], r: d[3][2] === 1} : null;
-  return makeOp(name, d[0], d[1], params, body);
+  var pieces = [];
+  var slots = Object.create(null);
+  var n = 0;
+  f[1].split(/(\{[^}]*\})/).forEach(function (x, i) {
+    if (i % 2 === 1) {
+      if (!(x in slots)) {
+        slots[x] = n++;
+      }
+      pieces.push(slots[x]);
+    } else if (x !== "") {
+      pieces.push(x);
+    }
+  });
+  var b = f[6] ? JSON.parse(f[6]) : null;
+  var body = b ? {t: b[0], f: b[1], r: b[2] === 1} : null;
+  return makeOp(name, f[0], pieces, params, body);
 }
 
 // line finds the tab-separated line that starts with name in a "\n"-framed table, or null.
@@ -266,7 +283,7 @@ function isName(k) {
 // prototype becomes a Proxy that, for a name in the table, decodes the function once and keeps
 // it. api's own properties (call, get, ...) are found first, and every other name falls through
 // to what api inherited before.
-function install(ops, index, types) {
+function install(ops, types) {
   ["search", "describe"].concat(Object.getOwnPropertyNames(api)).forEach(function (k) {
     if (own.call(api, k) && (k === "search" || k === "describe" || line(ops, k) !== null)) {
       throw new Error("plimsoll-specgen: api." + k + " is already defined; not replacing it");
@@ -294,7 +311,7 @@ function install(ops, index, types) {
       return find(k) !== undefined || Reflect.has(target, k);
     }
   }));
-  var search = searcher(index, types);
+  var search = searcher(ops, types);
   Object.defineProperty(api, "search", {value: search.search, writable: true, enumerable: false, configurable: true});
   Object.defineProperty(api, "describe", {value: search.describe, writable: true, enumerable: false, configurable: true});
 }
@@ -303,7 +320,7 @@ function install(ops, index, types) {
 
 // Words that carry no meaning in a query.
 var STOP = {};
-"a an the of for to in on by with and or from into as at is are be my our your its their any some every this that these those i we you it how do does can please using via".split(" ").forEach(function (w) { STOP[w] = true; });
+"a an the of for to in on by with and or from into as at is are be our your its their any some every this that these those i we you it how do does can please using via".split(" ").forEach(function (w) { STOP[w] = true; });
 
 // Synonyms: a query word and a document word meet in one canonical word.
 var CANON = {
@@ -313,7 +330,7 @@ var CANON = {
   fetch: "get", retrieve: "get", show: "get", read: "get", view: "get", obtain: "get",
   enumerate: "list", browse: "list",
   repository: "repo", pr: "pull", prs: "pull", org: "organization", orgs: "organization",
-  organisation: "organization", me: "authenticated", mine: "authenticated"
+  organisation: "organization", me: "authenticated", mine: "authenticated", my: "authenticated"
 };
 
 // stem reduces an English plural to its singular, as far as a short rule can.
@@ -345,7 +362,46 @@ var VERB = {GET: "get", HEAD: "get", POST: "create", PUT: "update", PATCH: "upda
 
 // Field weights: a word in the function's name counts most, then the path, the group, the
 // summary, the method's verb and the description.
-var W_NAME = 3, W_PATH = 2, W_GROUP = 1.5, W_SUMMARY = 1.2, W_VERB = 1, W_DOC = 0.4;
+var W_NAME = 3, W_SUMMARY = 2.5, W_PATH = 1.5, W_GROUP = 1, W_VERB = 1, W_DOC = 0.3;
+
+// Budgets that keep one search answer near 1,000 tokens (bytes/4).
+var SEARCH_BYTES = 3600, SIG_BYTES = 420, TYPE_BYTES = 260;
+
+// cutSig shortens fn({a:T,b:T,...}):R to about max bytes at a parameter boundary, marking the cut
+// with an ellipsis; api.describe gives the whole.
+function cutSig(sig, max) {
+  if (sig.length <= max) {
+    return sig;
+  }
+  var depth = 0, last = -1, close = -1;
+  for (var i = 0; i < sig.length; i++) {
+    var c = sig[i];
+    if (c === '"') {
+      for (i++; i < sig.length && sig[i] !== '"'; i++) {
+        if (sig[i] === "\\") {
+          i++;
+        }
+      }
+    } else if (c === "(" || c === "{" || c === "[") {
+      depth++;
+    } else if (c === ")" || c === "}" || c === "]") {
+      depth--;
+      if (depth === 0 && close < 0) {
+        close = i;
+      }
+    } else if (c === "," && depth === 2 && i < max) {
+      last = i;
+    }
+  }
+  var tail = close >= 0 ? sig.slice(close + 1) : "";
+  if (tail.length > 120) {
+    tail = tail.slice(0, 118) + "\u2026";
+  }
+  if (last < 0) {
+    return sig.slice(0, max) + "\u2026";
+  }
+  return sig.slice(0, last) + ",\u2026})" + tail;
+}
 
 function searcher(index, types) {
   var entries = null;
@@ -364,9 +420,9 @@ function searcher(index, types) {
         return;
       }
       var f = l.split("\t");
-      var e = {fn: f[0], http: f[1], group: f[2], summary: f[3], sig: f[4], doc: f[5] || "", deprecated: f[6] === "1", w: Object.create(null)};
-      var method = e.http.slice(0, e.http.indexOf(" "));
-      var path = e.http.slice(method.length + 1);
+      var method = f[1];
+      var path = f[2];
+      var e = {fn: f[0], http: method + " " + path, group: f[3], summary: f[4], sig: f[0] + f[5], doc: f[8] || "", deprecated: f[9] === "1", w: Object.create(null)};
       function add(text, weight) {
         words(text).forEach(function (t) {
           if (!(e.w[t] >= weight)) {
@@ -384,7 +440,8 @@ function searcher(index, types) {
       add(path.replace(/\{[^}]*\}/g, " "), W_PATH);
       add(e.fn, W_NAME);
       Object.keys(e.w).forEach(function (t) { df[t] = (df[t] || 0) + 1; });
-      e.n = Object.keys(e.w).length;
+      e.nameWords = uniq(words(e.fn));
+      e.sumWords = uniq(words(e.summary));
       byName[e.fn] = e;
       entries.push(e);
     });
@@ -427,6 +484,30 @@ function searcher(index, types) {
     return out;
   }
 
+  function uniq(ws) {
+    var out = [];
+    ws.forEach(function (w) {
+      if (out.indexOf(w) < 0) {
+        out.push(w);
+      }
+    });
+    return out;
+  }
+
+  // cover is the share of ws that the query's words q contain.
+  function cover(ws, q) {
+    if (ws.length === 0) {
+      return 0;
+    }
+    var n = 0;
+    ws.forEach(function (w) {
+      if (q.indexOf(w) >= 0) {
+        n++;
+      }
+    });
+    return n / ws.length;
+  }
+
   function search(text, opts) {
     if (typeof text !== "string") {
       throw new TypeError("api.search: pass the words to look for as a string");
@@ -464,7 +545,9 @@ function searcher(index, types) {
         return;
       }
       score *= (1 + hit) / (1 + q.length); // every word found beats some found
-      score /= 1 + 0.02 * e.n; // a focused operation beats a sprawling one
+      // An operation whose name or summary the query covers beats one that only mentions it.
+      var focus = Math.max(cover(e.nameWords, q), cover(e.sumWords, q));
+      score *= 0.4 + 0.6 * focus * focus;
       if (e.deprecated) {
         score *= 0.7;
       }
@@ -476,15 +559,20 @@ function searcher(index, types) {
     scored.sort(function (a, b) { return b.s - a.s || a.i - b.i; });
     var results = [];
     var typesOut = {};
-    var budget = {left: 1600, each: 400};
+    var left = SEARCH_BYTES;
     scored.slice(0, limit).forEach(function (x) {
       var e = x.e;
-      var r = {fn: e.fn, http: e.http, summary: e.summary, sig: e.sig};
+      var r = {fn: e.fn, http: e.http, summary: e.summary, sig: cutSig(e.sig, Math.max(120, Math.min(SIG_BYTES, left - 200)))};
       if (e.deprecated) {
         r.deprecated = true;
       }
+      left -= JSON.stringify(r).length;
       results.push(r);
-      usedTypes(e.sig, typesOut, false, budget);
+    });
+    // The named types the signatures mention, each cut short, while the budget lasts.
+    var budget = {left: Math.max(left, 300), each: TYPE_BYTES};
+    results.forEach(function (r) {
+      usedTypes(r.sig, typesOut, false, budget);
     });
     return {results: results, types: typesOut};
   }
