@@ -73,8 +73,9 @@ func realGenerated(tb testing.TB, d realDoc, base string) (string, *profiles.Pro
 	spec, err := specgen.Loader{}.Parse([]byte(text), d.file)
 	require.NoError(tb, err)
 	dir := filepath.Join(tb.TempDir(), "profiles")
-	require.NoError(tb, specgen.WriteAll(spec, dir, ""))
-	require.Equal(tb, d.name, spec.Name(), "a short, stable profile name")
+	// With the document's own server the name is d.name (preamble/specgen TestRealDescriptions);
+	// with a loopback server it would come from the title, so it is given here.
+	require.NoError(tb, specgen.WriteAll(spec, dir, d.name))
 	p, err := profiles.LoadFile(filepath.Join(dir, d.name+".yaml"))
 	require.NoError(tb, err, "the generated profile loads as it is")
 	return dir, p, spec

@@ -138,7 +138,7 @@ func (d *describer) typeLines() []string {
 		if len(shape) > maxTypeLine {
 			shape = cutShape(shape, maxTypeLine)
 		}
-		lines = append(lines, d.names[ref]+"="+shape)
+		lines = append(lines, d.names[ref]+"\t"+shape)
 	}
 	return lines
 }
@@ -165,7 +165,7 @@ func opLine(in opInfo) string {
 		}, f)
 	}
 	n := len(fields)
-	for n > 7 && fields[n-1] == "" {
+	for n > 8 && fields[n-1] == "" {
 		n--
 	}
 	return strings.Join(fields[:n], "\t")

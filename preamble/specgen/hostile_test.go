@@ -22,7 +22,7 @@ func TestHostileDocument(t *testing.T) {
 	require.NotContains(t, strings.ToLower(pre), "</script")
 	require.NotContains(t, pre, "*/")
 	// Document text is data, inside the string literals install() takes; the code has none.
-	code := pre[:strings.Index(pre, "install('")]
+	code := pre[:strings.Index(pre, "install({")]
 	require.NotContains(t, code, "alert(1)")
 	require.NotContains(t, code, "attacker")
 

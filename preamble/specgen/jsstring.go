@@ -16,7 +16,7 @@ const hexDigits = "0123456789ABCDEF"
 func JSString(s string) string { return jsQuoted(s, '"') }
 
 // jsSingle is JSString with single quotes: the same escapes, but '"' is written as it is and
-// '\'' escaped, so JSON text inside stays short.
+// '\” escaped, so JSON text inside stays short.
 func jsSingle(s string) string { return jsQuoted(s, '\'') }
 
 func jsQuoted(s string, quote rune) string {

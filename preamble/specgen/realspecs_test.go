@@ -142,7 +142,7 @@ func TestRealDescribe(t *testing.T) {
 	out := js.eval(`JSON.stringify(api.describe("issuesCreate"))`)
 	var d struct {
 		Fn, Http, Summary, Doc, Sig string
-		Types                      map[string]string
+		Types                       map[string]string
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &d))
 	require.Equal(t, "issuesCreate", d.Fn)

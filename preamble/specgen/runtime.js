@@ -265,27 +265,47 @@ function decode(name, l) {
   return makeOp(name, f[0], pieces, params, body);
 }
 
-// line finds the tab-separated line that starts with name in a "\n"-framed table, or null.
-function line(table, name) {
-  var at = table.indexOf("\n" + name + "\t");
-  if (at < 0) {
-    return null;
+// seek finds, by binary search, the line of a sorted "\n"-framed table whose key (the text
+// before its first tab) is key, and returns the rest of the line after the tab, or null.
+function seek(table, key) {
+  var lo = 0, hi = table.length;
+  while (lo < hi) {
+    var mid = (lo + hi) >> 1;
+    var nl = table.lastIndexOf("\n", mid);
+    var start = nl + 1;
+    var end = table.indexOf("\n", start);
+    if (end < 0 || start >= table.length) {
+      hi = nl;
+      continue;
+    }
+    var tab = table.indexOf("\t", start);
+    var k = tab < 0 || tab > end ? table.slice(start, end) : table.slice(start, tab);
+    if (k === key) {
+      return tab < 0 || tab > end ? "" : table.slice(tab + 1, end);
+    }
+    if (k < key) {
+      lo = end + 1;
+    } else {
+      hi = nl;
+    }
   }
-  var start = at + name.length + 2;
-  return table.slice(start, table.indexOf("\n", start));
+  return null;
 }
 
 function isName(k) {
   return typeof k === "string" && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k);
 }
 
+// The generic preamble's own functions: reserved names, never an operation's.
+var GENERIC = {call: true, get: true, post: true, put: true, patch: true, "delete": true, head: true, options: true};
+
 // install makes the API's functions reachable on api without building any of them: api's
 // prototype becomes a Proxy that, for a name in the table, decodes the function once and keeps
 // it. api's own properties (call, get, ...) are found first, and every other name falls through
 // to what api inherited before.
-function install(ops, types) {
+function install(t) {
   ["search", "describe"].concat(Object.getOwnPropertyNames(api)).forEach(function (k) {
-    if (own.call(api, k) && (k === "search" || k === "describe" || line(ops, k) !== null)) {
+    if (own.call(api, k) && (k === "search" || k === "describe" || !GENERIC[k] && isName(k) && seek(t.ops, k) !== null)) {
       throw new Error("plimsoll-specgen: api." + k + " is already defined; not replacing it");
     }
   });
@@ -298,7 +318,7 @@ function install(ops, types) {
     if (own.call(made, k)) {
       return made[k];
     }
-    var l = line(ops, k);
+    var l = seek(t.ops, k);
     made[k] = l === null ? undefined : decode(k, l);
     return made[k];
   }
@@ -311,27 +331,22 @@ function install(ops, types) {
       return find(k) !== undefined || Reflect.has(target, k);
     }
   }));
-  var search = searcher(ops, types);
+  var search = searcher(t);
   Object.defineProperty(api, "search", {value: search.search, writable: true, enumerable: false, configurable: true});
   Object.defineProperty(api, "describe", {value: search.describe, writable: true, enumerable: false, configurable: true});
 }
 
 // ---- api.search and api.describe -------------------------------------------------------------
 
-// Words that carry no meaning in a query.
-var STOP = {};
-"a an the of for to in on by with and or from into as at is are be our your its their any some every this that these those i we you it how do does can please using via".split(" ").forEach(function (w) { STOP[w] = true; });
-
-// Synonyms: a query word and a document word meet in one canonical word.
-var CANON = {
-  add: "create", new: "create", make: "create", post: "create", creat: "create",
-  remove: "delete", destroy: "delete", del: "delete", erase: "delete",
-  edit: "update", modify: "update", change: "update", patch: "update", set: "update",
-  fetch: "get", retrieve: "get", show: "get", read: "get", view: "get", obtain: "get",
-  enumerate: "list", browse: "list",
-  repository: "repo", pr: "pull", prs: "pull", org: "organization", orgs: "organization",
-  organisation: "organization", me: "authenticated", mine: "authenticated", my: "authenticated"
-};
+// Search words: the same rules as search.go searchWords, from the same tables, which the
+// generated part defines (STOP_WORDS, CANON_WORDS) before this code.
+var STOP = Object.create(null);
+var CANON = Object.create(null);
+STOP_WORDS.split(" ").forEach(function (w) { STOP[w] = true; });
+CANON_WORDS.split(" ").forEach(function (kv) {
+  var i = kv.indexOf("=");
+  CANON[kv.slice(0, i)] = kv.slice(i + 1);
+});
 
 // stem reduces an English plural to its singular, as far as a short rule can.
 function stem(w) {
@@ -341,28 +356,34 @@ function stem(w) {
   return w;
 }
 
-// words splits text into canonical search words: camelCase and snake_case apart, lower case,
-// no stop words, plurals made singular, synonyms made one.
+// words splits text into canonical search words: camelCase and snake_case apart, ASCII letters
+// and digits only, lower case, no stop words, plurals made singular, synonyms made one.
 function words(text) {
-  var s = String(text).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2").toLowerCase();
+  var s = String(text).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2");
   var out = [];
-  s.split(/[^a-z0-9]+/).forEach(function (w) {
-    if (w === "" || STOP[w]) {
+  s.split(/[^A-Za-z0-9]+/).forEach(function (w) {
+    if (w === "") {
       return;
     }
-    w = CANON[w] || w;
+    w = w.toLowerCase();
+    if (STOP[w] === true) {
+      return;
+    }
+    if (CANON[w] !== undefined) {
+      w = CANON[w];
+    }
     w = stem(w);
-    w = CANON[w] || w;
+    if (CANON[w] !== undefined) {
+      w = CANON[w];
+    }
     out.push(w);
   });
   return out;
 }
 
-var VERB = {GET: "get", HEAD: "get", POST: "create", PUT: "update", PATCH: "update", DELETE: "delete", OPTIONS: "options"};
-
 // Field weights: a word in the function's name counts most, then the path, the group, the
 // summary, the method's verb and the description.
-var W_NAME = 3, W_SUMMARY = 2.5, W_PATH = 1.5, W_GROUP = 1, W_VERB = 1, W_DOC = 0.3;
+var WEIGHTS = [3, 2.5, 1.5, 1, 1]; // name, summary, path, group, verb: search.go's field bits, in order
 
 // Budgets that keep one search answer near 1,000 tokens (bytes/4).
 var SEARCH_BYTES = 3600, SIG_BYTES = 420, TYPE_BYTES = 260;
@@ -403,48 +424,33 @@ function cutSig(sig, max) {
   return sig.slice(0, last) + ",\u2026})" + tail;
 }
 
-function searcher(index, types) {
-  var entries = null;
-  var df = null;
-  var byName = null;
+function searcher(t) {
+  var N = t.offsets.length / 5;
 
-  function load() {
-    if (entries !== null) {
-      return;
+  // entry reads operation k of the name-sorted table.
+  function entry(k) {
+    var at = parseInt(t.offsets.substr(k * 5, 5), 36);
+    var f = t.ops.slice(at, t.ops.indexOf("\n", at)).split("\t");
+    return {fn: f[0], http: f[1] + " " + f[2], group: f[3], summary: f[4], sig: f[0] + f[5], doc: f[8] || "", deprecated: f[9] === "1"};
+  }
+
+  // named finds an operation's position by name, or -1.
+  function named(name) {
+    var lo = 0, hi = N;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      var at = parseInt(t.offsets.substr(mid * 5, 5), 36);
+      var fn = t.ops.slice(at, t.ops.indexOf("\t", at));
+      if (fn === name) {
+        return mid;
+      }
+      if (fn < name) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
     }
-    entries = [];
-    df = Object.create(null);
-    byName = Object.create(null);
-    index.split("\n").forEach(function (l) {
-      if (l === "") {
-        return;
-      }
-      var f = l.split("\t");
-      var method = f[1];
-      var path = f[2];
-      var e = {fn: f[0], http: method + " " + path, group: f[3], summary: f[4], sig: f[0] + f[5], doc: f[8] || "", deprecated: f[9] === "1", w: Object.create(null)};
-      function add(text, weight) {
-        words(text).forEach(function (t) {
-          if (!(e.w[t] >= weight)) {
-            e.w[t] = weight;
-          }
-        });
-      }
-      add(e.doc, W_DOC);
-      add(VERB[method] || "", W_VERB);
-      if (method === "GET" && !/\}$/.test(path)) {
-        add("list", W_VERB);
-      }
-      add(e.summary, W_SUMMARY);
-      add(e.group, W_GROUP);
-      add(path.replace(/\{[^}]*\}/g, " "), W_PATH);
-      add(e.fn, W_NAME);
-      Object.keys(e.w).forEach(function (t) { df[t] = (df[t] || 0) + 1; });
-      e.nameWords = uniq(words(e.fn));
-      e.sumWords = uniq(words(e.summary));
-      byName[e.fn] = e;
-      entries.push(e);
-    });
+    return -1;
   }
 
   // usedTypes collects the named types a text mentions, and (deep) those their shapes mention.
@@ -460,12 +466,10 @@ function searcher(index, types) {
       if (own.call(out, n)) {
         continue;
       }
-      var at = types.indexOf("\n" + n + "=");
-      if (at < 0) {
+      var shape = seek(t.types, n);
+      if (shape === null) {
         continue;
       }
-      var start = at + n.length + 2;
-      var shape = types.slice(start, types.indexOf("\n", start));
       if (budget.left <= 0) {
         break;
       }
@@ -484,30 +488,6 @@ function searcher(index, types) {
     return out;
   }
 
-  function uniq(ws) {
-    var out = [];
-    ws.forEach(function (w) {
-      if (out.indexOf(w) < 0) {
-        out.push(w);
-      }
-    });
-    return out;
-  }
-
-  // cover is the share of ws that the query's words q contain.
-  function cover(ws, q) {
-    if (ws.length === 0) {
-      return 0;
-    }
-    var n = 0;
-    ws.forEach(function (w) {
-      if (q.indexOf(w) >= 0) {
-        n++;
-      }
-    });
-    return n / ws.length;
-  }
-
   function search(text, opts) {
     if (typeof text !== "string") {
       throw new TypeError("api.search: pass the words to look for as a string");
@@ -521,46 +501,65 @@ function searcher(index, types) {
         limit = Math.max(1, Math.min(20, Math.floor(Number(opts.limit)) || 5));
       }
     }
-    load();
     var q = [];
-    words(text).forEach(function (t) {
-      if (q.indexOf(t) < 0) {
-        q.push(t);
+    words(text).forEach(function (w) {
+      if (q.indexOf(w) < 0) {
+        q.push(w);
       }
     });
-    var direct = byName[text.trim()];
-    var scored = [];
-    var N = entries.length;
-    entries.forEach(function (e, i) {
-      var score = 0;
-      var hit = 0;
-      q.forEach(function (t) {
-        var w = e.w[t];
-        if (w !== undefined) {
-          score += w * Math.log(1 + N / df[t]);
-          hit++;
-        }
-      });
-      if (hit === 0 && e !== direct) {
+    // Gather each operation's hits from the postings of the query's words.
+    var hits = Object.create(null);
+    var W = t.width + 1;
+    q.forEach(function (w, qi) {
+      var list = seek(t.postings, w);
+      if (list === null || list === "") {
         return;
       }
-      score *= (1 + hit) / (1 + q.length); // every word found beats some found
-      // An operation whose name or summary the query covers beats one that only mentions it.
-      var focus = Math.max(cover(e.nameWords, q), cover(e.sumWords, q));
-      score *= 0.4 + 0.6 * focus * focus;
-      if (e.deprecated) {
-        score *= 0.7;
+      var n = list.length / W;
+      var idf = Math.log(1 + N / n);
+      for (var i = 0; i < list.length; i += W) {
+        var k = parseInt(list.substr(i, t.width), 36);
+        var mask = parseInt(list[i + t.width], 36);
+        var h = hits[k] || (hits[k] = {score: 0, hit: 0, name: 0, sum: 0});
+        var f = 0;
+        while (f < WEIGHTS.length && !(mask & (1 << f))) {
+          f++;
+        }
+        h.score += WEIGHTS[f] * idf;
+        h.hit++;
+        if (mask & 1) h.name++;
+        if (mask & 2) h.sum++;
       }
-      if (e === direct) {
+    });
+    var direct = named(text.trim());
+    if (direct >= 0 && !hits[direct]) {
+      hits[direct] = {score: 0, hit: 0, name: 0, sum: 0};
+    }
+    var scored = [];
+    Object.keys(hits).forEach(function (ks) {
+      var k = Number(ks);
+      var h = hits[k];
+      var score = h.score * (1 + h.hit) / (1 + q.length); // every word found beats some found
+      // An operation whose name or summary the query covers beats one that only mentions it.
+      var nw = parseInt(t.counts[2 * k], 36), sw = parseInt(t.counts[2 * k + 1], 36);
+      var focus = Math.max(nw ? h.name / nw : 0, sw ? h.sum / sw : 0);
+      score *= 0.4 + 0.6 * focus * focus;
+      if (k === direct) {
         score += 1000;
       }
-      scored.push({e: e, s: score, i: i});
+      scored.push({k: k, s: score});
     });
-    scored.sort(function (a, b) { return b.s - a.s || a.i - b.i; });
+    scored.sort(function (a, b) { return b.s - a.s || a.k - b.k; });
+    // Deprecated operations are known only once read; they give way to the rest.
+    var top = scored.slice(0, limit + 5).map(function (x) {
+      var e = entry(x.k);
+      return {e: e, s: e.deprecated ? x.s * 0.7 : x.s, k: x.k};
+    });
+    top.sort(function (a, b) { return b.s - a.s || a.k - b.k; });
     var results = [];
     var typesOut = {};
     var left = SEARCH_BYTES;
-    scored.slice(0, limit).forEach(function (x) {
+    top.slice(0, limit).forEach(function (x) {
       var e = x.e;
       var r = {fn: e.fn, http: e.http, summary: e.summary, sig: cutSig(e.sig, Math.max(120, Math.min(SIG_BYTES, left - 200)))};
       if (e.deprecated) {
@@ -581,8 +580,8 @@ function searcher(index, types) {
     if (typeof name !== "string") {
       throw new TypeError("api.describe: pass a function name as a string");
     }
-    load();
-    var e = byName[name];
+    var k = named(name);
+    var e = k >= 0 ? entry(k) : null;
     if (!e) {
       var near = search(name, {limit: 3}).results.map(function (r) { return r.fn; });
       throw new Error("api.describe: no function " + JSON.stringify(name) + (near.length ? " (did you mean " + near.join(", ") + "?)" : ""));
@@ -598,5 +597,5 @@ function searcher(index, types) {
     return r;
   }
 
-  return {search: search, describe: describe, words: words};
+  return {search: search, describe: describe};
 }

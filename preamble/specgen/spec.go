@@ -29,8 +29,8 @@ type Spec struct {
 	Skipped []Skip       // operations left out because the broker could never allow them
 
 	doc       *openapi3.T
-	health    string // "GET /status" when exactly one operation is tagged
-	healthErr error  // a *HealthTagError when the tag is misused
+	health    string   // "GET /status" when exactly one operation is tagged
+	healthErr error    // a *HealthTagError when the tag is misused
 	docNotes  []string // strict OpenAPI rules the document breaks that do not make the grant or client ambiguous
 }
 
