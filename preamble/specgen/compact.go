@@ -65,7 +65,8 @@ func clientParams(op *Operation) string {
 	return b.String()
 }
 
-// clientBody is [media type, kind, required] as JSON, or "" for no body.
+// clientBody is [media type, kind, required, deepObject form fields] as JSON (the last only when
+// there are some), or "" for no body.
 func clientBody(op *Operation) string {
 	if op.Body == nil {
 		return ""
@@ -74,7 +75,11 @@ func clientBody(op *Operation) string {
 	if op.Body.Required {
 		req = "1"
 	}
-	return "[" + jsonText(op.Body.MediaType) + "," + jsonText(op.Body.Kind) + "," + req + "]"
+	deep := ""
+	if op.Body.Kind == "form" && len(op.Body.DeepFields) > 0 {
+		deep = "," + jsonText(op.Body.DeepFields)
+	}
+	return "[" + jsonText(op.Body.MediaType) + "," + jsonText(op.Body.Kind) + "," + req + deep + "]"
 }
 
 // Search data limits: what api.search and api.describe can show of one operation.

@@ -278,6 +278,12 @@ func chooseBody(rb *openapi3.RequestBody) *Body {
 	b := &Body{Required: rb.Required, MediaType: mt, Kind: "raw"}
 	if media != nil {
 		b.Schema = media.Schema
+		for name, enc := range media.Encoding {
+			if enc != nil && enc.Style == "deepObject" {
+				b.DeepFields = append(b.DeepFields, name)
+			}
+		}
+		sort.Strings(b.DeepFields)
 	}
 	l := strings.ToLower(mt)
 	switch {

@@ -73,6 +73,11 @@ function addQuery(fn, q, p, v) {
     q.push(n + "=" + pct(fn, p, JSON.stringify(v)));
     return;
   }
+  if (Array.isArray(v) && p.s === "deepObject") {
+    // deepObject leaves arrays undefined; name[0]=a&name[1]=b is what the APIs that use it read.
+    nested(fn, p, n, v, q, 0);
+    return;
+  }
   if (Array.isArray(v)) {
     var vals = v.map(function (x) { return pct(fn, p, scalar(fn, p, x)); });
     if (p.x) {
@@ -85,7 +90,7 @@ function addQuery(fn, q, p, v) {
   if (typeof v === "object") {
     var keys = Object.keys(v);
     if (p.s === "deepObject") {
-      keys.forEach(function (k) { q.push(n + "[" + pct(fn, p, k) + "]=" + pct(fn, p, scalar(fn, p, v[k]))); });
+      nested(fn, p, n, v, q, 0);
     } else if (p.x) {
       keys.forEach(function (k) { q.push(pct(fn, p, k) + "=" + pct(fn, p, scalar(fn, p, v[k]))); });
     } else if (keys.length > 0) {
@@ -94,6 +99,27 @@ function addQuery(fn, q, p, v) {
     return;
   }
   q.push(n + "=" + pct(fn, p, scalar(fn, p, v)));
+}
+
+// nested writes an object or array as name[key]=value pairs, to any depth (as Stripe's and
+// Rails-style APIs read form fields and deepObject queries): {a: {b: 1}, c: [2]} under n gives
+// n[a][b]=1 and n[c][0]=2. null and undefined members are left out.
+function nested(fn, p, name, v, out, depth) {
+  if (depth > 16) {
+    fail(fn, "parameter " + quote(p.k) + " is nested too deeply");
+  }
+  if (v === undefined || v === null) {
+    return;
+  }
+  if (typeof v !== "object") {
+    out.push(name + "=" + pct(fn, p, scalar(fn, p, v)));
+    return;
+  }
+  if (Array.isArray(v)) {
+    v.forEach(function (x, i) { nested(fn, p, name + "[" + i + "]", x, out, depth + 1); });
+    return;
+  }
+  Object.keys(v).forEach(function (k) { nested(fn, p, name + "[" + pct(fn, p, k) + "]", v[k], out, depth + 1); });
 }
 
 function headerValue(fn, p, v) {
@@ -134,10 +160,16 @@ function encodeBody(fn, b, v) {
     var p = {k: "body"};
     var pairs = [];
     Object.keys(v).forEach(function (k) {
-      var items = Array.isArray(v[k]) ? v[k] : [v[k]];
-      items.forEach(function (x) {
-        if (x !== undefined && x !== null) {
-          pairs.push(pct(fn, p, k) + "=" + pct(fn, p, scalar(fn, p, x)));
+      var x = v[k];
+      var deep = b.d !== undefined && b.d.indexOf(k) >= 0;
+      if (x !== null && typeof x === "object" && (deep || !(Array.isArray(x) && x.every(function (y) { return y === null || typeof y !== "object"; })))) {
+        nested(fn, p, pct(fn, p, k), x, pairs, 0); // address[line1]=..., items[0][price]=...
+        return;
+      }
+      var items = Array.isArray(x) ? x : [x];
+      items.forEach(function (y) {
+        if (y !== undefined && y !== null) {
+          pairs.push(pct(fn, p, k) + "=" + pct(fn, p, scalar(fn, p, y)));
         }
       });
     });
@@ -261,7 +293,7 @@ function decode(name, l) {
     }
   });
   var b = f[6] ? JSON.parse(f[6]) : null;
-  var body = b ? {t: b[0], f: b[1], r: b[2] === 1} : null;
+  var body = b ? {t: b[0], f: b[1], r: b[2] === 1, d: b[3] || []} : null;
   return makeOp(name, f[0], pieces, params, body);
 }
 

@@ -71,6 +71,9 @@ type Body struct {
 	Required  bool
 	MediaType string // the Content-Type sent
 	Kind      string // "json", "form" (application/x-www-form-urlencoded), "text" or "raw"
+	// DeepFields are the form fields the document encodes with style deepObject
+	// (name[key]=value, name[0]=value), sorted.
+	DeepFields []string
 	Schema    *openapi3.SchemaRef
 }
 
