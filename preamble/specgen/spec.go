@@ -74,7 +74,7 @@ type Body struct {
 	// DeepFields are the form fields the document encodes with style deepObject
 	// (name[key]=value, name[0]=value), sorted.
 	DeepFields []string
-	Schema    *openapi3.SchemaRef
+	Schema     *openapi3.SchemaRef
 }
 
 // Skip records an operation left out of every output, and why.
