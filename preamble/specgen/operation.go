@@ -328,7 +328,7 @@ func summaryOf(op *openapi3.Operation) string {
 // docOf gives the operation's description as plain text, cut short, when it says more than the
 // summary: for api.describe.
 func docOf(op *openapi3.Operation, summary string) string {
-	d := prose(op.Description, 140)
+	d := prose(op.Description, 100)
 	if d == "" || strings.HasPrefix(d, strings.TrimSuffix(summary, "…")) && len(d) <= len(summary)+2 {
 		return ""
 	}
