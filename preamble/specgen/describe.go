@@ -124,8 +124,8 @@ func (s *Spec) index() string {
 	b.WriteString("Find functions from inside the tool (no API call, synchronous), then call them in the same run or return what you found:\n" +
 		"- api.search(text, {limit: 5}) gives {results:[{fn,http,summary,sig}],types:{Name:shape}}: the best matches for words like \"create issue\" or \"list customers\", best first.\n" +
 		"- api.describe(fn) gives {fn,http,summary,doc,sig,types}: one function in full, with every type it uses.\n")
-	q := s.exampleQuery()
-	b.WriteString("e.g. return api.search(" + jsonText(q) + "); then const r = await " + s.example() + "; return r.ok ? r.json() : {status: r.status};\n")
+	q, op := s.exampleQuery()
+	b.WriteString("e.g. return api.search(" + jsonText(q) + "); then const r = await " + exampleCall(op) + "; return r.ok ? r.json() : {status: r.status};\n")
 	b.WriteString(sigLegendText)
 	groups := s.groups()
 	b.WriteString(fmt.Sprintf("Groups (%d; functions in each, search by these words too):\n", len(groups)))
@@ -148,14 +148,14 @@ func (s *Spec) index() string {
 
 // exampleQuery is a search the index shows: words from the summary of a short operation in
 // the largest group.
-func (s *Spec) exampleQuery() string {
+func (s *Spec) exampleQuery() (string, *Operation) {
 	groups := s.groups()
 	for _, op := range s.Ops {
 		if op.Group == groups[0].name && op.Summary != "" && len(op.Summary) <= 40 && !op.Deprecated {
-			return strings.TrimSuffix(strings.ToLower(op.Summary), ".")
+			return strings.TrimSuffix(strings.ToLower(op.Summary), "."), op
 		}
 	}
-	return groups[0].name
+	return groups[0].name, s.Ops[0]
 }
 
 // example writes a call of the first operation that has a required parameter (or the first).
@@ -167,6 +167,11 @@ func (s *Spec) example() string {
 			break
 		}
 	}
+	return exampleCall(pick)
+}
+
+// exampleCall writes a call of op with its required parameters.
+func exampleCall(pick *Operation) string {
 	var args []string
 	for _, p := range pick.Params {
 		if !p.Required {
