@@ -364,7 +364,9 @@ func derivedName(method, path string) string {
 // not errors: two templated paths that differ only in their parameters' names
 // ("/a/{id}" and "/a/{name}", which GitHub's description has) are one route pattern, which is
 // ambiguous only when both declare the same method, and checkAmbiguous refuses exactly that. The
-// path item kin-openapi then skips is validated on its own, so nothing goes unchecked.
+// path item kin-openapi then skips is validated on its own (its operations, parameters and
+// responses); only kin-openapi's check that its template and its declared path parameters agree
+// is not run for it, and the generator reads an undeclared path parameter as a string.
 func validate(ctx context.Context, doc *openapi3.T, opts []openapi3.ValidationOption) ([]string, error) {
 	opts = append(opts, openapi3.EnableMultiError())
 	err := doc.Validate(ctx, opts...)
