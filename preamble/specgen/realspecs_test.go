@@ -185,3 +185,40 @@ func TestRealDescriptions(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRealDescription reports the tool description's size for each real document.
+func BenchmarkRealDescription(b *testing.B) {
+	for _, name := range []string{"github", "stripe"} {
+		b.Run(name, func(b *testing.B) {
+			s := realParsed(b, name)
+			var d string
+			for b.Loop() {
+				d = s.Description()
+			}
+			b.ReportMetric(float64(Tokens(d)), "tokens")
+			b.ReportMetric(float64(Tokens(s.Listing()))/float64(len(s.Ops)), "listing-tokens/op")
+		})
+	}
+}
+
+// BenchmarkRealSearch is one api.search over each real client's index (native goja, so the time
+// is a lower bound for the sandbox), with the answer's size.
+func BenchmarkRealSearch(b *testing.B) {
+	for _, name := range []string{"github", "stripe"} {
+		b.Run(name, func(b *testing.B) {
+			s := realParsed(b, name)
+			pre, err := s.Preamble()
+			require.NoError(b, err)
+			js := loadPreamble(b, pre)
+			most := 0
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				c := searchTable[name][i%len(searchTable[name])]
+				v, err := js.vm.RunString(`JSON.stringify(api.search(` + JSString(c.query) + `))`)
+				require.NoError(b, err)
+				most = max(most, Tokens(v.String()))
+			}
+			b.ReportMetric(float64(most), "max-answer-tokens")
+		})
+	}
+}
