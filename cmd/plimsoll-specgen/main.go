@@ -26,8 +26,10 @@ const usageText = `usage: plimsoll-specgen [-emit routes|preamble|description|he
 
 Reads one OpenAPI 3.0 or 3.1 document (YAML or JSON) and writes, from it alone:
   routes       the profile's route list: one "METHOD /path" line per operation, {param} as *
-  preamble     a JavaScript client: api.getPet({petId: 42, ...query, body: {...}})
-  description  the tool description an agent's model reads
+  preamble     a JavaScript client: api.getPet({petId: 42, ...query, body: {...}}), plus
+               api.search("text") and api.describe("fn") to find functions from the tool
+  description  the tool description an agent's model reads: every function when the listing
+               fits 2,500 tokens, else an index (groups, how to search) within 1,500
   health       the health_check line, only when one GET operation is tagged
                x-plimsoll-health-check: true (a path named /status is not enough)
   profile      a grant profile skeleton (YAML)

@@ -97,7 +97,7 @@ type density struct {
 func measure(t testing.TB, resources int) density {
 	s, err := Parse(largeDoc(resources))
 	require.NoError(t, err)
-	d := s.Description()
+	d := s.Listing()
 	return density{ops: len(s.Ops), bytes: len(d), words: len(strings.Fields(d))}
 }
 
@@ -112,6 +112,31 @@ func TestDescriptionDensity(t *testing.T) {
 	t.Logf("description for %d operations: %d bytes, %d words, %.1f bytes/op, %.2f words/op (≈%d tokens at 4 bytes/token)",
 		m.ops, m.bytes, m.words, float64(m.bytes)/float64(m.ops), float64(m.words)/float64(m.ops), m.bytes/4)
 	require.Less(t, m.bytes/m.ops, 90, "a function line plus its share of the types should stay under 90 bytes")
+	require.LessOrEqual(t, Tokens(strings.Repeat("x", m.bytes))/m.ops, 40, "at most 40 tokens per operation listed in full")
+}
+
+// TestDescriptionThreshold: an API whose listing fits FullListingMaxTokens is listed in full;
+// past it, the description is the index, within IndexMaxTokens, whatever the size.
+func TestDescriptionThreshold(t *testing.T) {
+	for _, resources := range []int{1, 5, 10, 20, 40, 200} {
+		s, err := Parse(largeDoc(resources))
+		require.NoError(t, err)
+		d, full := s.Description(), s.Listing()
+		// The heading, convention and legend are paid once; the figure is what each function
+		// adds (its line and its share of the types).
+		head, _, _ := strings.Cut(full, "Functions:\n")
+		perOp := float64(Tokens(full)-Tokens(head)) / float64(len(s.Ops))
+		if Tokens(full) <= FullListingMaxTokens {
+			require.Equal(t, full, d, "%d operations are listed in full", len(s.Ops))
+			require.LessOrEqual(t, perOp, 40.0, "%d operations", len(s.Ops))
+		} else {
+			require.NotEqual(t, full, d)
+			require.LessOrEqual(t, Tokens(d), IndexMaxTokens, "%d operations", len(s.Ops))
+			require.Contains(t, d, "api.search(")
+		}
+		t.Logf("%4d operations: listing %5d tokens (heading %d, then %.1f/op), description %5d tokens", len(s.Ops), Tokens(full),
+			Tokens(head), perOp, Tokens(d))
+	}
 }
 
 func BenchmarkDescription(b *testing.B) {

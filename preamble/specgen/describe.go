@@ -18,12 +18,66 @@ const (
 	maxEnum        = 12 // enum values listed before "…"
 )
 
-// Description returns the tool description an agent's model reads: how to write a tool, the
-// calling convention, then one line per function (parameters with types and required flags,
-// the 2xx JSON shape, a one-line summary) and one line per named schema type they use. All
-// document text in it is reduced to single lines.
+// FullListingMaxTokens is the largest tool description, in tokens (bytes/4), that lists every
+// function; past it, the description is an index and the tool finds functions with api.search.
+// It is the index's own budget (IndexMaxTokens) plus one api.search answer (SearchMaxTokens):
+// a model that reads a listing this size pays no more than one that reads the index and
+// searches once, and it writes the call in one turn. RATIONALE.md "specgen at scale".
+const (
+	FullListingMaxTokens = IndexMaxTokens + SearchMaxTokens
+	IndexMaxTokens       = 1500
+	SearchMaxTokens      = 1000
+)
+
+// Tokens estimates a text's size in model tokens as bytes/4, the measure the figures use.
+func Tokens(s string) int { return (len(s) + 3) / 4 }
+
+// Description returns the tool description an agent's model reads. A small API is listed in
+// full: how to write a tool, the calling convention, one line per function (parameters with types
+// and required flags, the 2xx JSON shape, a one-line summary) and one line per named type. When
+// that listing would pass FullListingMaxTokens, it is an index instead: the convention, how to
+// call api.search and api.describe from the tool, and the resource groups with their sizes,
+// within IndexMaxTokens. All document text in it is plain text on single lines.
 func (s *Spec) Description() string {
-	d := &describer{names: map[string]string{}, taken: map[string]bool{}, defs: map[string]*openapi3.SchemaRef{}}
+	if full := s.fullListing(); Tokens(full) <= FullListingMaxTokens {
+		return full
+	}
+	return s.index()
+}
+
+// Listing is the description in full, whatever its size (plimsoll-specgen -emit listing).
+func (s *Spec) Listing() string { return s.fullListing() }
+
+const conventionText = "The tool is the body of an async function: `input` is in scope, `await` works, `return` the result (JSON).\n" +
+	"Call `await api.fn({...})` with ONE object: path, query and header params by name, request body as `body`. " +
+	"It resolves to {status,ok,headers,body,json(),text()}, not throwing on HTTP errors (check ok); " +
+	"a missing, unknown or unsafe param throws before the call.\n"
+
+const typesLegend = "Types: int number string bool any; datetime date uuid base64 binary are strings; T[] array; a|b either; {[k]:T} map.\n"
+
+const legendText = "Lines read fn({param:T,optional?:T}):R // summary; R is r.json() on success (none: no JSON). " + typesLegend
+
+const sigLegendText = "sig reads fn({param:T,optional?:T}):R; R is r.json() on success (none: no JSON). " + typesLegend
+
+func (s *Spec) heading(suffix string) string {
+	title := oneLine(plainText(s.Title), 80)
+	if title == "" {
+		title = "API"
+	}
+	return fmt.Sprintf("%s %s: %d functions on `api`%s.\n", title, oneLine(s.Version, 20), len(s.Ops), suffix)
+}
+
+// Listing limits: what one function line and one type line may spend.
+const (
+	listMaxDepth   = 2   // nested inline objects past this are written "object"
+	listMaxProps   = 12  // properties per object before "…"
+	listMaxSummary = 60  // runes of summary
+	listMaxType    = 320 // bytes of one type's shape
+)
+
+func (s *Spec) fullListing() string {
+	d := &describer{maxDepth: listMaxDepth, maxProps: listMaxProps, short: true,
+		names: map[string]string{}, taken: map[string]bool{}, defs: map[string]*openapi3.SchemaRef{}}
 	var fns strings.Builder
 	for _, op := range s.Ops {
 		fns.WriteString(d.signature(op))
@@ -35,6 +89,9 @@ func (s *Spec) Description() string {
 	for i := 0; i < len(d.order); i++ {
 		ref := d.order[i]
 		body := d.inline(d.defs[ref].Value, 0)
+		if len(body) > listMaxType {
+			body = cutShape(body, listMaxType)
+		}
 		if _, seen := sameShape[body]; !seen {
 			bodies = append(bodies, body)
 		}
@@ -46,18 +103,10 @@ func (s *Spec) Description() string {
 	}
 
 	var b strings.Builder
-	title := oneLine(s.Title, 80)
-	if title == "" {
-		title = "API"
-	}
-	fmt.Fprintf(&b, "%s %s: %d functions on `api`.\n", title, oneLine(s.Version, 20), len(s.Ops))
-	b.WriteString("The tool is the body of an async function: `input` is in scope, `await` works, `return` the result (JSON).\n")
-	b.WriteString("Call `await api.fn({...})` with ONE object: path, query and header params by name, request body as `body`. " +
-		"It resolves to {status,ok,headers,body,json(),text()}, not throwing on HTTP errors (check ok); " +
-		"a missing, unknown or unsafe param throws before the call.\n")
+	b.WriteString(s.heading(""))
+	b.WriteString(conventionText)
 	b.WriteString("e.g. const r = await " + s.example() + "; if (!r.ok) return {status: r.status}; return r.json();\n")
-	b.WriteString("Lines read fn({param:T,optional?:T}):R // summary; R is r.json() on success (none: no JSON). " +
-		"Types: int number string bool any; datetime date uuid base64 binary are strings; T[] array; a|b either; {[k]:T} map.\n")
+	b.WriteString(legendText)
 	b.WriteString("Functions:\n")
 	b.WriteString(fns.String())
 	if types.Len() > 0 {
@@ -65,6 +114,48 @@ func (s *Spec) Description() string {
 		b.WriteString(types.String())
 	}
 	return b.String()
+}
+
+// index is the description of an API too big to list: how to search it, and its groups.
+func (s *Spec) index() string {
+	var b strings.Builder
+	b.WriteString(s.heading(", too many to list here"))
+	b.WriteString(conventionText)
+	b.WriteString("Find functions from inside the tool (no API call, synchronous), then call them in the same run or return what you found:\n" +
+		"- api.search(text, {limit: 5}) gives {results:[{fn,http,summary,sig}],types:{Name:shape}}: the best matches for words like \"create issue\" or \"list customers\", best first.\n" +
+		"- api.describe(fn) gives {fn,http,summary,doc,sig,types}: one function in full, with every type it uses.\n")
+	q, op := s.exampleQuery()
+	b.WriteString("e.g. return api.search(" + jsonText(q) + "); then const r = await " + exampleCall(op) + "; return r.ok ? r.json() : {status: r.status};\n")
+	b.WriteString(sigLegendText)
+	groups := s.groups()
+	b.WriteString(fmt.Sprintf("Groups (%d; functions in each, search by these words too):\n", len(groups)))
+	budget := IndexMaxTokens*4 - b.Len() - 60
+	var line strings.Builder
+	for i, g := range groups {
+		item := g.name + " " + itoa(g.n)
+		if i > 0 {
+			item = ", " + item
+		}
+		if line.Len()+len(item) > budget {
+			fmt.Fprintf(&line, ", and %d more groups", len(groups)-i)
+			break
+		}
+		line.WriteString(item)
+	}
+	b.WriteString(line.String() + "\n")
+	return b.String()
+}
+
+// exampleQuery is a search the index shows: words from the summary of a short operation in
+// the largest group.
+func (s *Spec) exampleQuery() (string, *Operation) {
+	groups := s.groups()
+	for _, op := range s.Ops {
+		if op.Group == groups[0].name && op.Summary != "" && len(op.Summary) <= 40 && !op.Deprecated {
+			return strings.TrimSuffix(strings.ToLower(op.Summary), "."), op
+		}
+	}
+	return groups[0].name, s.Ops[0]
 }
 
 // example writes a call of the first operation that has a required parameter (or the first).
@@ -76,6 +167,11 @@ func (s *Spec) example() string {
 			break
 		}
 	}
+	return exampleCall(pick)
+}
+
+// exampleCall writes a call of op with its required parameters.
+func exampleCall(pick *Operation) string {
 	var args []string
 	for _, p := range pick.Params {
 		if !p.Required {
@@ -102,6 +198,9 @@ func (s *Spec) example() string {
 }
 
 type describer struct {
+	maxDepth, maxProps int  // 0 means maxInlineDepth, maxProps
+	short              bool // summaries cut to listMaxSummary
+
 	names map[string]string // component schema $ref → name shown
 	taken map[string]bool   // names shown so far
 	defs  map[string]*openapi3.SchemaRef
@@ -109,6 +208,26 @@ type describer struct {
 }
 
 func (d *describer) signature(op *Operation) string {
+	var b strings.Builder
+	b.WriteString(d.call(op))
+	sum := op.Summary
+	if restates(sum, op.Func) {
+		sum = ""
+	}
+	if d.short {
+		sum = prose(sum, listMaxSummary)
+	}
+	if op.Deprecated {
+		sum = strings.TrimSpace("(deprecated) " + sum)
+	}
+	if sum != "" {
+		b.WriteString(" // " + sum)
+	}
+	return b.String()
+}
+
+// call writes fn({params}):R, without the summary.
+func (d *describer) call(op *Operation) string {
 	var b strings.Builder
 	b.WriteString(op.Func)
 	b.WriteByte('(')
@@ -130,16 +249,6 @@ func (d *describer) signature(op *Operation) string {
 	b.WriteByte(')')
 	if r := d.result(op); r != "" {
 		b.WriteString(":" + r)
-	}
-	sum := op.Summary
-	if restates(sum, op.Func) {
-		sum = ""
-	}
-	if op.Deprecated {
-		sum = strings.TrimSpace("(deprecated) " + sum)
-	}
-	if sum != "" {
-		b.WriteString(" // " + sum)
 	}
 	return b.String()
 }
@@ -348,7 +457,14 @@ func (d *describer) base(t string, s *openapi3.Schema, depth int) string {
 }
 
 func (d *describer) object(s *openapi3.Schema, depth int) string {
-	if depth > maxInlineDepth {
+	limit, props := maxInlineDepth, maxProps
+	if d.maxDepth > 0 {
+		limit = d.maxDepth
+	}
+	if d.maxProps > 0 {
+		props = d.maxProps
+	}
+	if depth > limit {
 		return "object"
 	}
 	names := make([]string, 0, len(s.Properties))
@@ -362,7 +478,7 @@ func (d *describer) object(s *openapi3.Schema, depth int) string {
 	}
 	var fields []string
 	for i, n := range names {
-		if i == maxProps {
+		if i == props {
 			fields = append(fields, "…")
 			break
 		}

@@ -22,8 +22,16 @@
 //
 // # The generated preamble
 //
-// It runs after the generic preamble (preamble/js) and adds one function per operation to api,
-// named from the operationId (or from method and path) through Ident: always an ASCII identifier,
+// It runs after the generic preamble (preamble/js). The client is data plus one generic builder
+// (runtime.js): one tab-separated line per operation in a string literal, sorted by name, and
+// api's prototype becomes a Proxy that builds a function the first time a tool touches its name
+// (binary search, then one JSON.parse of that line's parameters). So loading a client of 1,200
+// operations makes no function, array or object per operation; it costs what the engine takes to
+// read the literals. The same tables carry the search index (an inverted index built here, with
+// searchWords) and the named types, for api.search(text, {limit}) and api.describe(name), which
+// run in the sandbox, make no call, and answer within SearchMaxTokens.
+//
+// Each function on api is named from the operationId (or from method and path) through Ident: always an ASCII identifier,
 // never a reserved word, never the generic call/get/post/put/patch/delete, never "then" (which
 // would make api a thenable), never twice. Each function takes one object: path, query and
 // header parameters by name (a parameter whose name collides gets the key "<in>_<name>"), and
@@ -35,7 +43,27 @@
 // api.call already encoded; a JSON body is sent as JSON text with its Content-Type. Argument
 // errors reject the returned Promise (as the generic preamble's do), naming the parameter.
 //
-// Every string from the document reaches the JavaScript only through JSString, which writes
+// # Tool description
+//
+// A small API is listed in full (one compact line per function and per named type, document
+// prose reduced to plain text: HTML and Markdown stripped, long text cut). When that listing
+// would pass FullListingMaxTokens (IndexMaxTokens + SearchMaxTokens: 2,500 tokens at bytes/4),
+// the description is an index instead: the calling convention, how to use api.search and
+// api.describe, and the resource groups (first tag, or first path segment) with their sizes,
+// within IndexMaxTokens whatever the API's size. Listing gives the full form regardless.
+//
+// # What is refused
+//
+// Only what makes the grant or the client ambiguous: one call declared twice (the same METHOD and
+// path template up to parameter names) is an *AmbiguousError; a misused health tag is a
+// *HealthTagError. Strict OpenAPI rules that do not matter here are warnings: two templated paths
+// that differ only in parameter names (GitHub's "/orgs/{org}/attestations/{subject_digest}" GET
+// and ".../{attestation_id}" DELETE), and two templates that share one grant line
+// ("/compare/{basehead}" and "/compare/{base}...{head}"). A GET or HEAD never takes a body, even
+// where the document declares one.
+//
+// Every string from the document reaches the JavaScript only through JSString (or its
+// single-quoted form, which also writes '*' as an escape, so no "*/" appears), which writes
 // printable ASCII only (quotes, backslashes, '<', '>', '&', line and paragraph separators and all
 // non-ASCII escaped), and the fixed code (runtime.js) is data-driven: the document contributes
 // data, never code. Comments carry only commentSafe text.

@@ -107,3 +107,34 @@ func (e *HealthTagError) Error() string {
 
 // Is makes errors.Is(err, ErrHealthTag) true.
 func (e *HealthTagError) Is(target error) bool { return target == ErrHealthTag }
+
+// AmbiguousError refuses a document in which two operations share one METHOD and one path
+// template up to parameter names: one call described twice, which neither the grant nor the
+// client can tell apart. It matches ErrInvalidDocument.
+type AmbiguousError struct {
+	Source string     // the document's file name, or ""
+	Pairs  [][2]OpRef // each pair: the operation kept first, and the one that collides with it
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	b.WriteString("specgen: ")
+	if e.Source != "" {
+		b.WriteString(e.Source + ": ")
+	}
+	fmt.Fprintf(&b, "%d operation(s) are declared twice: the same METHOD and path template up to parameter names, which neither the grant nor the client can tell apart: ", len(e.Pairs))
+	for i, p := range e.Pairs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if i == 5 {
+			fmt.Fprintf(&b, "and %d more", len(e.Pairs)-5)
+			break
+		}
+		b.WriteString(p[0].String() + " and " + p[1].String() + " are one call")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrInvalidDocument) true.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrInvalidDocument }

@@ -21,12 +21,22 @@ func TestHostileDocument(t *testing.T) {
 	}
 	require.NotContains(t, strings.ToLower(pre), "</script")
 	require.NotContains(t, pre, "*/")
-	require.NotContains(t, pre, "alert(1)")
+	// Document text is data, inside the string literals install() takes; the code has none.
+	code := pre[:strings.Index(pre, "install({")]
+	require.NotContains(t, code, "alert(1)")
+	require.NotContains(t, code, "attacker")
 
 	js := loadPreamble(t, pre)
 
 	// Function names: safe identifiers, never reserved, never colliding, never generic.
-	names := strings.Split(js.eval(`Object.keys(api).filter(function (k) { return ["call","get","post","put","patch","delete"].indexOf(k) < 0; }).join(" ")`), " ")
+	// The client builds a function when a tool first touches its name; every name the document
+	// gave is one, and none is an own property of api until then.
+	require.Equal(t, "call delete get patch post put", js.eval(`Object.keys(api).sort().join(" ")`))
+	var names []string
+	for _, op := range s.Ops {
+		require.Equal(t, "function", js.eval(`typeof api[`+JSString(op.Func)+`]`), op.Func)
+		names = append(names, op.Func)
+	}
 	sort.Strings(names)
 	require.Equal(t, []string{
 		"_123abc", "__proto___", "aB", "aB2", "aBCD", "alert1", "call_", "constructor_", "delete_",
@@ -96,8 +106,8 @@ func TestHostileDescriptionStaysOnItsLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
 	// 5 header lines, "Functions:", one line per operation, no types (all inline).
 	require.Len(t, lines, 6+len(s.Ops), d)
-	require.True(t, strings.HasPrefix(lines[0], `Evil" */ </script> `+"`x`"+` title base_url: http://attacker.example 1 # injected: yes h…: 17 functions on `+"`api`."), lines[0])
-	require.Contains(t, d, "\naBCD({\"we\\\"ird'name\":string,\"a&b=c#d\"?:string}) // quote \" backtick ` end */ </script><script>alert(1)</script> new line ls ps\n")
+	require.True(t, strings.HasPrefix(lines[0], `Evil" / x title base_url: http://attacker.example 1 # injected: yes h…: 17 functions on `+"`api`."), lines[0])
+	require.Contains(t, d, "\naBCD({\"we\\\"ird'name\":string,\"a&b=c#d\"?:string}) // quote \" backtick end / alert(1) new line ls ps\n")
 	require.Contains(t, d, "\nalert1({body?:{\"</script>\"?:string,\"x\\ny\"?:\"\\u2028\"|\"\\\"\"|\"`\"|\"*/\"}}) // line1 line2 line3 end\n")
 }
 

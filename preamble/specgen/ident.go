@@ -20,7 +20,7 @@ func init() {
 		false finally for function if import in instanceof new null return super switch this throw
 		true try typeof var void while with yield let static implements interface package private
 		protected public await arguments eval undefined NaN Infinity
-		call get post put patch head options request sleep console input api
+		call get post put patch head options request sleep console input api search describe
 		constructor prototype __proto__ hasOwnProperty isPrototypeOf propertyIsEnumerable
 		toLocaleString toString valueOf toJSON then
 		__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__`) {

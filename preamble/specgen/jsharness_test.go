@@ -39,11 +39,11 @@ type recorded struct {
 
 // jsVM is a goja runtime with the fake generic preamble and a generated preamble loaded.
 type jsVM struct {
-	t  *testing.T
+	t  testing.TB
 	vm *goja.Runtime
 }
 
-func loadPreamble(t *testing.T, preamble string) *jsVM {
+func loadPreamble(t testing.TB, preamble string) *jsVM {
 	t.Helper()
 	vm := goja.New()
 	_, err := vm.RunString(fakeGeneric)

@@ -13,16 +13,29 @@ const hexDigits = "0123456789ABCDEF"
 // U+2029 and every other non-ASCII character are written as escapes. So a literal can be placed
 // anywhere in generated code (or inside an HTML <script> element) and never ends early, starts a
 // comment or breaks a line. Bytes that are not valid UTF-8 are read as U+FFFD.
-func JSString(s string) string {
+func JSString(s string) string { return jsQuoted(s, '"') }
+
+// jsSingle is JSString with single quotes: the same escapes, but '"' is written as it is and
+// '\” escaped, so JSON text inside stays short.
+func jsSingle(s string) string { return jsQuoted(s, '\'') }
+
+func jsQuoted(s string, quote rune) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
-	b.WriteByte('"')
+	b.WriteRune(quote)
 	for _, r := range s { // invalid UTF-8 arrives here as utf8.RuneError (U+FFFD)
 		switch r {
-		case '"':
-			b.WriteString(`\"`)
+		case quote:
+			b.WriteByte('\\')
+			b.WriteRune(quote)
 		case '\\':
 			b.WriteString(`\\`)
+		case '*':
+			if quote == '\'' { // document text: never "*/", even inside a literal
+				b.WriteString(`\u002A`)
+			} else {
+				b.WriteByte('*')
+			}
 		case '\n':
 			b.WriteString(`\n`)
 		case '\r':
@@ -42,7 +55,7 @@ func JSString(s string) string {
 			}
 		}
 	}
-	b.WriteByte('"')
+	b.WriteRune(quote)
 	return b.String()
 }
 

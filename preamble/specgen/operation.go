@@ -128,6 +128,7 @@ func newOperation(item *openapi3.PathItem, op *openapi3.Operation, method, path 
 		Route:      route(method, path),
 		ID:         op.OperationID,
 		Summary:    summaryOf(op),
+		Group:      groupOf(op, path),
 		Deprecated: op.Deprecated,
 		pieces:     pieces,
 		op:         op,
@@ -196,8 +197,14 @@ func newOperation(item *openapi3.PathItem, op *openapi3.Operation, method, path 
 		}
 	}
 
+	o.Doc = docOf(op, o.Summary)
 	if rb := op.RequestBody; rb != nil && rb.Value != nil && len(rb.Value.Content) > 0 {
-		o.Body = chooseBody(rb.Value)
+		if method == "GET" || method == "HEAD" {
+			// A GET or HEAD carries no body through the broker's client; the document's is ignored.
+			o.noteList = append(o.noteList, "request body left out: a "+method+" takes no body")
+		} else {
+			o.Body = chooseBody(rb.Value)
+		}
 	}
 
 	// "body" is the request body's key; "__proto__" cannot be an own property of an object literal.
@@ -271,6 +278,12 @@ func chooseBody(rb *openapi3.RequestBody) *Body {
 	b := &Body{Required: rb.Required, MediaType: mt, Kind: "raw"}
 	if media != nil {
 		b.Schema = media.Schema
+		for name, enc := range media.Encoding {
+			if enc != nil && enc.Style == "deepObject" {
+				b.DeepFields = append(b.DeepFields, name)
+			}
+		}
+		sort.Strings(b.DeepFields)
 	}
 	l := strings.ToLower(mt)
 	switch {
@@ -303,10 +316,61 @@ func isHeaderValue(s string) bool {
 // description.
 func summaryOf(op *openapi3.Operation) string {
 	text := op.Summary
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(plainText(text)) == "" {
 		text, _, _ = strings.Cut(strings.TrimSpace(op.Description), "\n\n")
+		if p, _, ok := strings.Cut(text, "</p>"); ok && strings.TrimSpace(plainText(p)) != "" {
+			text = p // Stripe writes <p>one sentence</p><p>more</p> on one line
+		}
 	}
-	return oneLine(text, 100)
+	return prose(text, 100)
+}
+
+// docOf gives the operation's description as plain text, cut short, when it says more than the
+// summary: for api.describe.
+func docOf(op *openapi3.Operation, summary string) string {
+	d := prose(op.Description, 100)
+	if d == "" || strings.HasPrefix(d, strings.TrimSuffix(summary, "…")) && len(d) <= len(summary)+2 {
+		return ""
+	}
+	return d
+}
+
+// groupOf names the resource group an operation belongs to: its first tag, or else the first
+// literal path segment that is not a version ("v1") or "api".
+func groupOf(op *openapi3.Operation, path string) string {
+	if len(op.Tags) > 0 {
+		if g := strings.ToLower(identWordsSep(op.Tags[0])); g != "" {
+			return g
+		}
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "" || strings.Contains(seg, "{") || seg == "api" || len(seg) <= 3 && seg[0] == 'v' && strings.Trim(seg[1:], "0123456789") == "" && len(seg) > 1 {
+			continue
+		}
+		if g := strings.ToLower(identWordsSep(seg)); g != "" {
+			return g
+		}
+	}
+	return "other"
+}
+
+// identWordsSep keeps ASCII letters, digits and '-', turning every other run into one '-'.
+func identWordsSep(s string) string {
+	var b strings.Builder
+	dash := false
+	for i := 0; i < len(s) && b.Len() < 40; i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteByte(c)
+			continue
+		}
+		dash = true
+	}
+	return b.String()
 }
 
 // quoteForMessage quotes document text for an error or warning line.

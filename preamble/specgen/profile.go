@@ -3,6 +3,7 @@ package specgen
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -188,10 +189,93 @@ func (s *Spec) credentialHeaders() map[string]bool {
 	return h
 }
 
-// Name is the default base name for generated files: info.title lower-cased, with every run of
-// other characters than a-z and 0-9 turned into '-', at most 40 bytes; "api" when that leaves
-// nothing.
-func (s *Spec) Name() string { return fileName(s.Title) }
+// Name is the default base name for generated files and for NAME_TOKEN, short and stable
+// across versions of the document:
+//
+//   - info.x-plimsoll-name when the document sets it (and it is a ValidName);
+//   - else the API's own domain name from servers[0]: the label before the public suffix, so
+//     https://api.github.com gives "github" and https://api.stripe.com/ "stripe" (not for
+//     IP addresses, localhost, or example/test/local/invalid names);
+//   - else up to three words of info.title, leaving out words that say nothing about which API
+//     it is ("API", "REST", "OpenAPI", "spec", "official", "the", a possessive 's): "Sample
+//     Store" gives "sample-store";
+//   - else the whole title through fileName, or "api".
+func (s *Spec) Name() string {
+	if s.doc != nil && s.doc.Info != nil {
+		if v, ok := s.doc.Info.Extensions["x-plimsoll-name"].(string); ok && ValidName(v) {
+			return v
+		}
+	}
+	if s.doc != nil && len(s.doc.Servers) > 0 && s.doc.Servers[0] != nil {
+		if n := hostName(s.doc.Servers[0].URL); n != "" {
+			return n
+		}
+	}
+	if n := titleName(s.Title); n != "" {
+		return n
+	}
+	return fileName(s.Title)
+}
+
+// hostName picks the distinctive label of a server URL's host, or "".
+func hostName(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || strings.ContainsAny(u.Hostname(), "{}") {
+		return ""
+	}
+	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if net.ParseIP(h) != nil {
+		return ""
+	}
+	labels := strings.Split(h, ".")
+	if len(labels) < 2 {
+		return ""
+	}
+	switch labels[len(labels)-1] {
+	case "test", "local", "localhost", "invalid", "example", "internal", "lan", "home":
+		return ""
+	}
+	labels = labels[:len(labels)-1] // the top-level domain
+	if n := len(labels); n >= 2 {
+		switch labels[n-1] { // a second-level public suffix: co.uk, com.au, ...
+		case "co", "com", "org", "net", "gov", "ac", "edu", "ne", "or":
+			labels = labels[:n-1]
+		}
+	}
+	name := labels[len(labels)-1]
+	if name == "example" || !ValidName(name) || len(name) < 2 {
+		return ""
+	}
+	return name
+}
+
+// nameFiller are title words that do not tell one API from another.
+var nameFiller = map[string]bool{"api": true, "apis": true, "rest": true, "restful": true, "http": true,
+	"openapi": true, "swagger": true, "spec": true, "specs": true, "specification": true,
+	"official": true, "the": true, "s": true, "extension": true, "extensions": true, "description": true,
+	"definition": true, "reference": true, "documentation": true, "docs": true, "service": true,
+	"and": true, "with": true, "for": true, "of": true, "a": true, "an": true}
+
+// titleName is up to three telling words of a title, joined by '-'; "" when none.
+func titleName(title string) string {
+	words := strings.FieldsFunc(strings.ToLower(title), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	})
+	var keep []string
+	for _, w := range words {
+		if w == "" || nameFiller[w] || (len(w) <= 3 && w[0] == 'v' && strings.Trim(w[1:], "0123456789") == "" && len(w) > 1) {
+			continue
+		}
+		keep = append(keep, w)
+		if len(keep) == 3 {
+			break
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	return fileName(strings.Join(keep, " "))
+}
 
 func fileName(title string) string {
 	var b strings.Builder

@@ -189,3 +189,28 @@ paths:
 	require.NoError(t, err)
 	require.Equal(t, []string{"X-Batch", "X-Widget-Tag"}, loaded.RequestHeaders)
 }
+
+func TestShortStableNames(t *testing.T) {
+	for _, c := range []struct{ title, server, want string }{
+		{"GitHub's official OpenAPI spec + Octokit extension", "https://api.github.com", "github"},
+		{"Stripe API", "https://api.stripe.com/", "stripe"},
+		{"Discord HTTP API (Preview)", "https://discord.com/api/v10", "discord"},
+		{"Whatever", "https://api.service.co.uk/v2", "service"},
+		{"GitHub's official OpenAPI spec + Octokit extension", "http://127.0.0.1:9000", "github-octokit"},
+		{"Sample Store", "https://store.example.com/v1", "sample-store"},
+		{"E2E Pet Store", "http://localhost:8080/v1", "e2e-pet-store"},
+		{"The REST API v2", "", "the-rest-api-v2"},
+	} {
+		servers := ""
+		if c.server != "" {
+			servers = "servers: [{url: \"" + c.server + "\"}]\n"
+		}
+		s, err := Parse([]byte("openapi: 3.0.3\ninfo: {title: \"" + c.title + "\", version: '1'}\n" + servers +
+			"paths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n"))
+		require.NoError(t, err)
+		require.Equal(t, c.want, s.Name(), c.title+" "+c.server)
+	}
+	s, err := Parse([]byte("openapi: 3.0.3\ninfo: {title: T, version: '1', x-plimsoll-name: acme}\npaths:\n  /a:\n    get: {responses: {'200': {description: ok}}}\n"))
+	require.NoError(t, err)
+	require.Equal(t, "acme", s.Name())
+}

@@ -2,6 +2,7 @@ package specgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -28,8 +29,9 @@ type Spec struct {
 	Skipped []Skip       // operations left out because the broker could never allow them
 
 	doc       *openapi3.T
-	health    string // "GET /status" when exactly one operation is tagged
-	healthErr error  // a *HealthTagError when the tag is misused
+	health    string   // "GET /status" when exactly one operation is tagged
+	healthErr error    // a *HealthTagError when the tag is misused
+	docNotes  []string // strict OpenAPI rules the document breaks that do not make the grant or client ambiguous
 }
 
 // Operation is one callable operation: one route and one generated function.
@@ -39,7 +41,9 @@ type Operation struct {
 	Route      string // the profile route: METHOD and path with every {param} segment as '*'
 	ID         string // operationId as written, "" when there is none
 	Func       string // the function's name on api: a safe, unique identifier
-	Summary    string // one line, from summary or else description
+	Summary    string // one line, from summary or else description, as plain text
+	Doc        string // the description as plain text, cut short; "" when it adds nothing
+	Group      string // resource group: the first tag, or the first literal path segment
 	Deprecated bool
 	Params     []*Param // path parameters in path order, then query, then header
 	Body       *Body    // nil when the operation takes no request body
@@ -67,7 +71,10 @@ type Body struct {
 	Required  bool
 	MediaType string // the Content-Type sent
 	Kind      string // "json", "form" (application/x-www-form-urlencoded), "text" or "raw"
-	Schema    *openapi3.SchemaRef
+	// DeepFields are the form fields the document encodes with style deepObject
+	// (name[key]=value, name[0]=value), sorted.
+	DeepFields []string
+	Schema     *openapi3.SchemaRef
 }
 
 // Skip records an operation left out of every output, and why.
@@ -151,15 +158,23 @@ func (l Loader) Parse(data []byte, source string) (*Spec, error) {
 	if doc.IsOpenAPI31OrLater() {
 		opts = append(opts, openapi3.IsOpenAPI31OrLater())
 	}
-	if err := doc.Validate(kl.Context, opts...); err != nil {
+	notes, err := validate(kl.Context, doc, opts)
+	if err != nil {
 		return nil, &DocumentError{Source: name, Reason: "the OpenAPI document is not valid", Err: err}
 	}
-	s := &Spec{OpenAPI: doc.OpenAPI, Source: source, doc: doc}
+	s := &Spec{OpenAPI: doc.OpenAPI, Source: source, doc: doc, docNotes: notes}
 	if doc.Info != nil {
 		s.Title, s.Version = doc.Info.Title, doc.Info.Version
 	}
 	s.health, s.healthErr = findHealth(doc)
 	s.build()
+	if err := s.checkAmbiguous(); err != nil {
+		var ae *AmbiguousError
+		if errors.As(err, &ae) {
+			ae.Source = name
+		}
+		return nil, err
+	}
 	if len(s.Ops) == 0 {
 		return nil, &DocumentError{Source: name, Reason: "the document has no operation plimsoll can call"}
 	}
@@ -176,7 +191,7 @@ func readLocalFileOnly(l *openapi3.Loader, u *url.URL) ([]byte, error) {
 
 // Warnings lists what was left out of the outputs, one line each, for the CLI to print.
 func (s *Spec) Warnings() []string {
-	var w []string
+	w := append([]string(nil), s.docNotes...)
 	for _, sk := range s.Skipped {
 		w = append(w, sk.String())
 	}
@@ -342,4 +357,108 @@ func derivedName(method, path string) string {
 		words = append(words, "root")
 	}
 	return strings.Join(words, " ")
+}
+
+// validate checks the document with kin-openapi, collecting every error. Breaches of strict
+// OpenAPI rules that leave the grant and the client unambiguous come back as notes (warnings),
+// not errors: two templated paths that differ only in their parameters' names
+// ("/a/{id}" and "/a/{name}", which GitHub's description has) are one route pattern, which is
+// ambiguous only when both declare the same method, and checkAmbiguous refuses exactly that. The
+// path item kin-openapi then skips is validated on its own (its operations, parameters and
+// responses); only kin-openapi's check that its template and its declared path parameters agree
+// is not run for it, and the generator reads an undeclared path parameter as a string.
+func validate(ctx context.Context, doc *openapi3.T, opts []openapi3.ValidationOption) ([]string, error) {
+	opts = append(opts, openapi3.EnableMultiError())
+	err := doc.Validate(ctx, opts...)
+	if err == nil {
+		return nil, nil
+	}
+	var errs []error
+	if me, ok := err.(openapi3.MultiError); ok {
+		errs = flatten(me)
+	} else {
+		errs = []error{err}
+	}
+	var notes []string
+	var rest openapi3.MultiError
+	for _, e := range errs {
+		var cp *openapi3.ConflictingPathsError
+		if errors.As(e, &cp) {
+			notes = append(notes, "specgen: paths "+quoteForMessage(cp.Path2)+" and "+quoteForMessage(cp.Path1)+
+				" differ only in parameter names (a strict OpenAPI rule); kept, as their methods do not collide")
+			if item := doc.Paths.Value(cp.Path1); item != nil {
+				if verr := item.Validate(openapi3.WithValidationOptions(ctx, opts...), opts...); verr != nil {
+					rest = append(rest, fmt.Errorf("paths[%q]: %w", cp.Path1, verr))
+				}
+			}
+			continue
+		}
+		rest = append(rest, e)
+	}
+	if len(rest) == 1 {
+		return notes, rest[0]
+	}
+	if len(rest) > 0 {
+		return notes, rest
+	}
+	return notes, nil
+}
+
+func flatten(me openapi3.MultiError) []error {
+	var out []error
+	for _, e := range me {
+		if sub, ok := e.(openapi3.MultiError); ok {
+			out = append(out, flatten(sub)...)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkAmbiguous refuses what would make the grant or the client ambiguous: two operations with
+// the same METHOD and the same path template up to parameter names ("GET /a/{id}" and
+// "GET /a/{name}"), which are one call described twice. Two templates that differ in literal
+// text but share a route pattern ("/compare/{basehead}" and "/compare/{base}...{head}", both
+// "/compare/*") are two distinct functions the one grant line covers; they are kept, with a
+// warning saying so.
+func (s *Spec) checkAmbiguous() error {
+	byShape := map[string]*Operation{}
+	byRoute := map[string]*Operation{}
+	var pairs [][2]OpRef
+	for _, op := range s.Ops {
+		shape := op.Method + " " + templateShape(op.Path)
+		if prev, ok := byShape[shape]; ok {
+			pairs = append(pairs, [2]OpRef{{prev.Method, prev.Path}, {op.Method, op.Path}})
+			continue
+		}
+		byShape[shape] = op
+		if prev, ok := byRoute[op.Route]; ok {
+			s.docNotes = append(s.docNotes, "specgen: "+OpRef{prev.Method, prev.Path}.String()+" and "+
+				OpRef{op.Method, op.Path}.String()+" share the grant line \""+op.Route+"\""+
+				": granting (or removing) one grants (or removes) both")
+			continue
+		}
+		byRoute[op.Route] = op
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return &AmbiguousError{Pairs: pairs}
+}
+
+// templateShape erases parameter names from a path template: "/a/{id}.json" gives "/a/{}.json".
+func templateShape(path string) string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if path[i] == '{' {
+			if end := strings.IndexByte(path[i:], '}'); end > 0 {
+				b.WriteString("{}")
+				i += end
+				continue
+			}
+		}
+		b.WriteByte(path[i])
+	}
+	return b.String()
 }

@@ -196,6 +196,9 @@ func TestPreambleNeverReplaces(t *testing.T) {
 	require.NoError(t, err)
 	js := loadPreamble(t, pre)
 	_, err = js.vm.RunString(pre)
+	require.ErrorContains(t, err, "plimsoll-specgen: api.search is already defined; not replacing it")
+	js = loadPreamble(t, "api.healthz = 1;")
+	_, err = js.vm.RunString(pre)
 	require.ErrorContains(t, err, "plimsoll-specgen: api.healthz is already defined; not replacing it")
 }
 
