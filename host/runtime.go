@@ -20,7 +20,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plimsoll/plimsoll/broker"
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 	"github.com/plimsoll/plimsoll/hostfuncs"
 	"github.com/plimsoll/plimsoll/profiles"
 )
@@ -409,7 +409,13 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 		if err != nil {
 			return nil, nil, setupError("read the preamble", err)
 		}
-		if stdin, err = jsStdin(tool, input, preamble); err != nil {
+		// The engine stops a runaway tool at the deadline itself; the host closes the module
+		// then too (WithCloseOnContextDone), for what runs in native code.
+		deadline := time.Now().Add(limits.RunTimeout)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		if stdin, err = jsStdin(tool, input, preamble, deadline); err != nil {
 			return nil, nil, setupError("read the input", err)
 		}
 		if g, err = rt.jsGuest(); err != nil {
@@ -497,7 +503,7 @@ func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Ses
 		case ret == 0:
 			return nil
 		case js && ret == jsguest.ExitLimited:
-			return guestLimit(log)
+			return rt.engineLimit(runCtx, mem, log)
 		default:
 			return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
 		}
@@ -539,6 +545,29 @@ func (rt *Runtime) startError(runCtx context.Context, err error) error {
 		return contextError(runCtx)
 	}
 	return setupError("instantiate the module", err)
+}
+
+// engineLimit reports a run the JS engine stopped at a limit: out of memory is the memory limit
+// (the host refused the growth), the deadline is the run's timeout (the host's own clock says so
+// a moment later, if not already), anything else a guest limit.
+func (rt *Runtime) engineLimit(runCtx context.Context, mem *memory, log []byte) error {
+	const prefix = "plimsoll: limit: "
+	switch {
+	case mem.refused != 0 || bytes.HasSuffix(bytes.TrimRight(log, "\n"), []byte(prefix+jsguest.LimitMemory)):
+		return memoryLimit(mem.limit)
+	case bytes.HasSuffix(bytes.TrimRight(log, "\n"), []byte(prefix+jsguest.LimitDeadline)):
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-runCtx.Done():
+		case <-t.C:
+		}
+		if runCtx.Err() != nil {
+			return contextError(runCtx)
+		}
+		return &TimeoutError{}
+	}
+	return guestLimit(log)
 }
 
 // guestLimit reports a limit the JS runtime enforced, from the line it logs last:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/plimsoll/plimsoll/broker"
 )
@@ -34,18 +35,20 @@ type Result struct {
 	Err    error
 }
 
-// jsRequest is the JS runtime's stdin (see guests/js/runtime).
+// jsRequest is the JS engine's stdin (see guests/quickjs). DeadlineUnixMs is the run's deadline
+// on the wall clock, which the engine's interrupt check uses to stop a runaway tool itself.
 type jsRequest struct {
-	Tool     string          `json:"tool"`
-	Input    json.RawMessage `json:"input"`
-	Preamble string          `json:"preamble"`
-	Name     string          `json:"name"`
+	Tool           string          `json:"tool"`
+	Input          json.RawMessage `json:"input"`
+	Preamble       string          `json:"preamble"`
+	Name           string          `json:"name"`
+	DeadlineUnixMs int64           `json:"deadline_unix_ms,omitempty"`
 }
 
 var errInputNotJSON = errors.New("the input is not valid JSON")
 
-// jsStdin builds the JS runtime's stdin. Empty input is null.
-func jsStdin(t Tool, input []byte, preamble string) ([]byte, error) {
+// jsStdin builds the JS engine's stdin. Empty input is null; a zero deadline is none.
+func jsStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
 	in := json.RawMessage("null")
 	if len(bytes.TrimSpace(input)) > 0 {
 		if !json.Valid(input) {
@@ -53,5 +56,9 @@ func jsStdin(t Tool, input []byte, preamble string) ([]byte, error) {
 		}
 		in = input
 	}
-	return json.Marshal(jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name})
+	req := jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name}
+	if !deadline.IsZero() {
+		req.DeadlineUnixMs = deadline.UnixMilli()
+	}
+	return json.Marshal(req)
 }

@@ -44,6 +44,7 @@
 #define EXTRA_PREAMBLE_NAME "preamble.js"
 #define DEFAULT_TOOL_NAME "tool.js"
 #define STACK_MESSAGE "Maximum call stack size exceeded"
+#define STRING_MESSAGE "string too long"
 
 __attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_CALL)))
 int32_t abi_host_call(uint32_t req_ptr, uint32_t req_len, uint32_t resp_ptr, uint32_t resp_cap);
@@ -469,6 +470,14 @@ static JSValue js_sleep(JSContext *c, JSValueConst this_val, int argc, JSValueCo
         ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1e3) * 1e6);
         nanosleep(&ts, NULL);
     }
+    /* The host ends a sleep at the run deadline; the run ends there too. */
+    if (in_run && deadline_ms > 0 && now_ms() >= deadline_ms) {
+        interrupted = 1;
+        JS_ThrowInternalError(c, "interrupted");
+        JSValue ex = JS_GetException(c);
+        JS_SetUncatchableError(c, ex);
+        return JS_Throw(c, ex);
+    }
     return JS_UNDEFINED;
 }
 
@@ -616,12 +625,13 @@ static char *helper_text(const char *name, int argc, JSValueConst *argv) {
     return s;
 }
 
-static int is_stack_overflow(JSValueConst v) {
+/* has_message reports whether v is an Error with message msg. */
+static int has_message(JSValueConst v, const char *msg) {
     if (!JS_IsError(v))
         return 0;
     JSValue m = JS_GetPropertyStr(ctx, v, "message");
     const char *s = JS_IsString(m) ? JS_ToCString(ctx, m) : NULL;
-    int yes = s && strcmp(s, STACK_MESSAGE) == 0;
+    int yes = s && strcmp(s, msg) == 0;
     if (s)
         JS_FreeCString(ctx, s);
     JS_FreeValue(ctx, m);
@@ -664,7 +674,7 @@ static int report_uncaught(JSValueConst v) {
     char *text = helper_text("uncaught", 2, args);
     JS_FreeValue(ctx, args[0]);
     JS_FreeValue(ctx, args[1]);
-    int stack = is_stack_overflow(v);
+    int stack = has_message(v, STACK_MESSAGE), string = has_message(v, STRING_MESSAGE);
     log_line(text);
     free(text);
     if (stack) {
@@ -672,6 +682,8 @@ static int report_uncaught(JSValueConst v) {
         snprintf(line, sizeof(line), "call stack depth exceeded (%d KiB of stack)", (STACK_SIZE - STACK_MARGIN) >> 10);
         return limited(line);
     }
+    if (string)
+        return limited("string length exceeded (the engine's maximum is 2^30-1 characters)");
     return ABI_RUN_FAILED;
 }
 
