@@ -46,6 +46,14 @@ type Options struct {
 	MaxConcurrent int
 }
 
+// closeOnContextDone and engineDeadline are the two ways a runaway JS tool is stopped: wazero
+// closing the module when the run's context ends, and the engine's interrupt check against the
+// deadline the host passes on stdin. Both are on; tests turn one off to measure the other.
+var (
+	closeOnContextDone = true
+	engineDeadline     = true
+)
+
 // EnvCacheDir names the environment variable that sets the default compilation cache directory.
 const EnvCacheDir = "PLIMSOLL_CACHE_DIR"
 
@@ -92,7 +100,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	// NewRuntimeConfig picks the compiler engine where wazero supports it (amd64, arm64): the
 	// interpreter compiles faster but runs guests 5–10× slower.
 	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true). // the only way to stop a guest that never calls out
+		WithCloseOnContextDone(closeOnContextDone). // stops a guest in native code too; see BENCHMARKS.md
 		WithCompilationCache(cache)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
@@ -414,6 +422,9 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 		deadline := time.Now().Add(limits.RunTimeout)
 		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 			deadline = d
+		}
+		if !engineDeadline {
+			deadline = time.Time{}
 		}
 		if stdin, err = jsStdin(tool, input, preamble, deadline); err != nil {
 			return nil, nil, setupError("read the input", err)
