@@ -10,6 +10,11 @@
 // is written to the target's .wasm.gz, which is committed. With -check, nothing is written: the
 // fresh build is compared with the committed file and the command exits 1 when they differ.
 // The bytes depend on the Go toolchain and go.sum, so the build pins the toolchain (see toolchain).
+//
+// The quickjs target is C: it extracts the pinned QuickJS-ng tarball from ../shared/vendor (or
+// $PLIMSOLL_VENDOR_DIR; its sha256 is checked), compiles it with guests/quickjs/src using the
+// pinned clang-19 and wasi-libc (see quickjs.go), and also writes guests/quickjs/LICENSE.quickjs-ng
+// from the tarball.
 package main
 
 import (
@@ -49,7 +54,6 @@ type target struct {
 // targets lists every guest module. Adding a guest is one line here plus a go:generate line
 // next to its embed.
 var targets = []target{
-	{name: "js", pkg: "./guests/js/runtime", out: "guests/js/runtime.wasm.gz"},
 	{name: "quickjs", out: "guests/quickjs/engine.wasm.gz", cBuild: buildQuickJS},
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
