@@ -56,6 +56,8 @@ var runaways = []struct {
 	{"output flood", `return "x".repeat(64 << 20);`, limitOnly},
 	{"Array.from a huge length", `return Array.from({length: 2 ** 31}).length;`, timeoutOrLimit},
 	{"padEnd to the maximum", `return "a".padEnd(2 ** 30 - 1).length;`, timeoutOrLimit},
+	{"native loop over a huge array-like", `return Array.prototype.indexOf.call({length: 2 ** 53 - 1}, 1);`, timeout},
+	{"native join of a huge array-like", `return Array.prototype.join.call({length: 2 ** 31}).length;`, timeoutOrLimit},
 	{"exponential regex with a backreference", `return /^(\w+\s?)*\1$/.test("ab ".repeat(30) + "!");`, timeout},
 }
 

@@ -56,7 +56,7 @@ func quickjsCompileFlags(tmp string) []string {
 	return []string{
 		"--target=wasm32-wasi", "-O2", "-std=gnu11", "-funsigned-char",
 		"-D_GNU_SOURCE", "-D_WASI_EMULATED_PROCESS_CLOCKS", "-D_WASI_EMULATED_SIGNAL",
-		"-mno-bulk-memory", // keeps data segments active, which the host's snapshot reads
+		"-mbulk-memory", // memcpy and memset become memory.copy and memory.fill, not loops
 		"-g0", "-ffile-prefix-map=" + tmp + "=/build", "-fdebug-prefix-map=" + tmp + "=/build",
 		"-fno-ident",
 	}

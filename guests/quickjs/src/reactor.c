@@ -59,6 +59,9 @@ static const char *setup_error; /* set when _initialize failed; run reports it *
 
 static JSValue helpers;        /* what engine.js returns: describe, uncaught, ... */
 static JSValue response_ctor;  /* the preamble's Response, from setResponse */
+static JSValue response_proto; /* its prototype */
+static JSAtom env_atom;        /* the symbol under which a Response keeps its envelope */
+static JSAtom atom_status, atom_ok, atom_body, atom_body_base64;
 static JSValue json_stringify; /* the original JSON.stringify */
 
 /* Rejected promises that had no handler when they were rejected, in order. */
@@ -343,11 +346,45 @@ static uint8_t *bytes_arg(JSContext *c, JSValueConst v, size_t *len) {
  * make (a string, or a Response). */
 static JSValue call_host(JSContext *c, const char *req, size_t req_len, int as_response);
 
+/* fast_response builds what the preamble's Response constructor builds from env, for the shape
+ * the host sends (a numeric status, a string body, no body_base64): the same own properties in the
+ * same order. It returns JS_UNDEFINED for any other shape, which goes to the constructor. */
+static JSValue fast_response(JSContext *c, JSValueConst env) {
+    if (!JS_IsObject(env) || JS_IsArray(env) || JS_IsUndefined(response_proto))
+        return JS_UNDEFINED;
+    JSValue b64 = JS_GetProperty(c, env, atom_body_base64);
+    int plain = JS_IsUndefined(b64);
+    JS_FreeValue(c, b64);
+    if (!plain)
+        return JS_UNDEFINED;
+    JSValue status = JS_GetProperty(c, env, atom_status);
+    JSValue body = JS_GetProperty(c, env, atom_body);
+    double st;
+    if (!JS_IsNumber(status) || !JS_IsString(body) || JS_ToFloat64(c, &st, status) < 0) {
+        JS_FreeValue(c, status);
+        JS_FreeValue(c, body);
+        return JS_UNDEFINED;
+    }
+    JSValue res = JS_NewObjectProto(c, response_proto);
+    if (JS_IsException(res)) {
+        JS_FreeValue(c, status);
+        JS_FreeValue(c, body);
+        return res;
+    }
+    JS_DefinePropertyValue(c, res, atom_status, status, JS_PROP_C_W_E);
+    JS_DefinePropertyValue(c, res, atom_ok, JS_NewBool(c, st >= 200 && st <= 299), JS_PROP_C_W_E);
+    JS_DefinePropertyValue(c, res, atom_body, body, JS_PROP_C_W_E);
+    JS_DefinePropertyValue(c, res, env_atom, JS_DupValue(c, env), JS_PROP_C_W_E);
+    return res;
+}
+
 static JSValue make_response(JSContext *c, const char *text, size_t n) {
     JSValue env = JS_ParseJSON(c, text, n, "response");
     if (JS_IsException(env))
         return env;
-    JSValue res = JS_CallConstructor(c, response_ctor, 1, (JSValueConst *)&env);
+    JSValue res = fast_response(c, env);
+    if (JS_IsUndefined(res))
+        res = JS_CallConstructor(c, response_ctor, 1, (JSValueConst *)&env);
     JS_FreeValue(c, env);
     return res;
 }
@@ -454,7 +491,14 @@ static JSValue js_host_call_get(JSContext *c, JSValueConst this_val, int argc, J
 static JSValue js_set_response(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
     if (argc < 2 || !JS_IsConstructor(c, argv[0]) || !JS_IsSymbol(argv[1]) || !JS_IsUndefined(response_ctor))
         return JS_ThrowTypeError(c, "plimsoll: setResponse wants the Response constructor and a symbol, once");
+    JSValue proto = JS_GetPropertyStr(c, argv[0], "prototype");
+    if (!JS_IsObject(proto)) {
+        JS_FreeValue(c, proto);
+        return JS_ThrowTypeError(c, "plimsoll: Response has no prototype");
+    }
     response_ctor = JS_DupValue(c, argv[0]);
+    response_proto = proto;
+    env_atom = JS_ValueToAtom(c, argv[1]);
     return JS_UNDEFINED;
 }
 
@@ -1141,7 +1185,12 @@ static const char *setup(void) {
         JS_AddIntrinsicAToB(ctx))
         return "cannot add the built-ins";
     response_ctor = JS_UNDEFINED;
+    response_proto = JS_UNDEFINED;
     helpers = JS_UNDEFINED;
+    atom_status = JS_NewAtom(ctx, "status");
+    atom_ok = JS_NewAtom(ctx, "ok");
+    atom_body = JS_NewAtom(ctx, "body");
+    atom_body_base64 = JS_NewAtom(ctx, "body_base64");
 
     JSValue global = JS_GetGlobalObject(ctx);
     JSValue json = JS_GetPropertyStr(ctx, global, "JSON");
