@@ -111,3 +111,13 @@ func TestOutOfMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineWhileReporting: a thrown value whose toString never returns still ends the run at
+// the deadline, not as a failure.
+func TestDeadlineWhileReporting(t *testing.T) {
+	deadline := time.Now().Add(200 * time.Millisecond).UnixMilli()
+	tool := `throw {toString() { for (;;) {} }, toJSON() { for (;;) {} }};`
+	r := newInstance(t).run(t, &scriptedHost{}, []byte(`{"tool":`+strconv.Quote(tool)+`,"deadline_unix_ms":`+strconv.FormatInt(deadline, 10)+`}`))
+	require.Equal(t, jsguest.ExitLimited, int(r.code), r)
+	assert.True(t, strings.HasSuffix(r.stderr, "plimsoll: limit: "+jsguest.LimitDeadline+"\n"), r.stderr)
+}

@@ -718,6 +718,11 @@ static int report_uncaught(JSValueConst v) {
     char *text = helper_text("uncaught", 2, args);
     JS_FreeValue(ctx, args[0]);
     JS_FreeValue(ctx, args[1]);
+    lim = check_limits(); /* describing the value ran the tool's code (toString, getters) */
+    if (lim >= 0) {
+        free(text);
+        return lim;
+    }
     int stack = has_message(v, STACK_MESSAGE), string = has_message(v, STRING_MESSAGE);
     log_line(text);
     free(text);
