@@ -46,11 +46,15 @@ type Options struct {
 	MaxConcurrent int
 }
 
-// closeOnContextDone and engineDeadline are the two ways a runaway JS tool is stopped: wazero
-// closing the module when the run's context ends, and the engine's interrupt check against the
-// deadline the host passes on stdin. Both are on; tests turn one off to measure the other.
+// The ways a runaway JS tool is stopped. engineDeadline: the host passes the run's deadline on
+// stdin, and the engine checks the clock in its interrupt handler (bytecode, regex) and from
+// every loop of its compiled code (guests/internal/wasmbuild/looptick.go); the clock jumps past
+// the deadline when the run is canceled or the runtime closes (ports.walltime).
+// closeOnContextDone: wazero closes the module when the run's context ends; it costs the engine
+// 4–7× its run time (BENCHMARKS.md), so the JS engine's runtime goes without it. Wasm tools
+// always have it. Tests flip these to measure each alone.
 var (
-	closeOnContextDone = true
+	closeOnContextDone = false
 	engineDeadline     = true
 )
 
@@ -60,7 +64,8 @@ const EnvCacheDir = "PLIMSOLL_CACHE_DIR"
 // Runtime runs tools. It compiles the JavaScript runtime once and creates a fresh module instance
 // for every run. It is safe for concurrent use.
 type Runtime struct {
-	r      wazero.Runtime
+	r      wazero.Runtime // wasm tools: close-on-context-done stops them
+	rJS    wazero.Runtime // the JS engine, which stops itself (see closeOnContextDone)
 	cache  wazero.CompilationCache
 	getenv func(string) string
 	opts   Options
@@ -84,6 +89,7 @@ type Runtime struct {
 
 // guest is a compiled module and how to run it.
 type guest struct {
+	r        wazero.Runtime // the runtime mod was compiled in
 	mod      wazero.CompiledModule
 	entry    entry
 	minBytes int64     // the memory the module declares it needs at start
@@ -99,20 +105,32 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	// NewRuntimeConfig picks the compiler engine where wazero supports it (amd64, arm64): the
 	// interpreter compiles faster but runs guests 5–10× slower.
-	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(closeOnContextDone). // stops a guest in native code too; see BENCHMARKS.md
-		WithCompilationCache(cache)
-	r := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
-		r.Close(ctx)
-		return nil, fmt.Errorf("host: define WASI: %w", err)
+	newWazero := func(closeOnDone bool) (wazero.Runtime, error) {
+		cfg := wazero.NewRuntimeConfig().
+			WithCloseOnContextDone(closeOnDone). // the only way to stop a guest that never calls out
+			WithCompilationCache(cache)
+		r := wazero.NewRuntimeWithConfig(ctx, cfg)
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+			r.Close(ctx)
+			return nil, fmt.Errorf("host: define WASI: %w", err)
+		}
+		if err := hostfuncs.Instantiate(ctx, r); err != nil {
+			r.Close(ctx)
+			return nil, fmt.Errorf("host: %w", err)
+		}
+		return r, nil
 	}
-	if err := hostfuncs.Instantiate(ctx, r); err != nil {
+	r, err := newWazero(true)
+	if err != nil {
+		return nil, err
+	}
+	rJS, err := newWazero(closeOnContextDone)
+	if err != nil {
 		r.Close(ctx)
-		return nil, fmt.Errorf("host: %w", err)
+		return nil, err
 	}
 
-	rt := &Runtime{r: r, cache: cache, opts: opts, getenv: opts.Getenv, moduleDir: cacheDir}
+	rt := &Runtime{r: r, rJS: rJS, cache: cache, opts: opts, getenv: opts.Getenv, moduleDir: cacheDir}
 	if rt.getenv == nil {
 		rt.getenv = os.Getenv
 	}
@@ -189,7 +207,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			}
 		}
 	}
-	err := rt.r.Close(ctx) // closes every instance: running guests stop at their next check
+	// Closing closes every instance: wasm tools stop at their next check, the JS engine at its
+	// next clock check (its clock jumps once rt.closed is set).
+	err := errors.Join(rt.r.Close(ctx), rt.rJS.Close(ctx))
 	done := make(chan struct{})
 	go func() { rt.running.Wait(); close(done) }()
 	select {
@@ -203,8 +223,13 @@ func (rt *Runtime) Close(ctx context.Context) error {
 
 // compile compiles a guest module and checks that plimsoll can run it.
 func (rt *Runtime) compile(ctx context.Context, bin []byte) (*guest, error) {
+	return rt.compileIn(ctx, rt.r, bin)
+}
+
+// compileIn compiles a guest module in r.
+func (rt *Runtime) compileIn(ctx context.Context, r wazero.Runtime, bin []byte) (*guest, error) {
 	ctx = experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
-	m, err := rt.r.CompileModule(ctx, bin)
+	m, err := r.CompileModule(ctx, bin)
 	if err != nil {
 		return nil, setupError("compile the module", err)
 	}
@@ -218,7 +243,7 @@ func (rt *Runtime) compile(ctx context.Context, bin []byte) (*guest, error) {
 		return nil, setupError("find the module's entry point", err)
 	}
 	pages, _ := declaredMinPages(bin)
-	return &guest{mod: m, entry: e, minBytes: int64(pages) * wasmPage}, nil
+	return &guest{r: r, mod: m, entry: e, minBytes: int64(pages) * wasmPage}, nil
 }
 
 // fill keeps the pool full of initialised JS instances until ctx is done. An instance that fails
@@ -286,23 +311,27 @@ func (rt *Runtime) yieldToRuns(ctx context.Context) bool {
 func (rt *Runtime) compileJS(bin []byte) (*guest, error) {
 	ctx := context.Background()
 	if mod, data, globals, ok := prepareJS(bin); ok {
-		g, err := rt.compile(ctx, mod)
+		g, err := rt.compileIn(ctx, rt.rJS, mod)
 		if err == nil {
-			if g.snap, err = takeSnapshot(ctx, rt.r, g.mod, data, globals); err == nil {
+			if g.snap, err = takeSnapshot(ctx, rt.rJS, g.mod, data, globals); err == nil {
 				return g, nil
 			}
 			g.mod.Close(ctx)
 		}
 	}
-	return rt.compile(ctx, coalesceData(bin))
+	return rt.compileIn(ctx, rt.rJS, coalesceData(bin))
 }
 
 // newInstance instantiates g with memory capped at memLimit bytes, restored to the state after
 // _initialize when g has a snapshot.
 func (rt *Runtime) newInstance(ctx context.Context, g *guest, memLimit uint64) (*instance, error) {
-	inst, err := instantiate(ctx, rt.r, g.mod, memLimit, g.snap)
-	if err != nil || g.snap == nil {
+	inst, err := instantiate(ctx, g.r, g.mod, memLimit, g.snap)
+	if err != nil {
 		return inst, err
+	}
+	inst.port.closed = &rt.closed
+	if g.snap == nil {
+		return inst, nil
 	}
 	if err := g.snap.restore(inst); err != nil {
 		inst.close(context.Background())
@@ -509,6 +538,11 @@ func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Ses
 		return stderr.err
 	}
 	log := stderr.buf.Bytes()
+	if js && runCtx.Err() != nil && !rt.closed.Load() {
+		// The run ended (timeout, cancelation, a limit) while the engine was still running: it
+		// has no close-on-context-done to stop it there, so whatever it did after is not a result.
+		return contextError(runCtx)
+	}
 	if callErr == nil {
 		switch {
 		case ret == 0:
@@ -526,6 +560,9 @@ func (rt *Runtime) outcome(runCtx context.Context, js bool, calls *hostfuncs.Ses
 	isExit := errors.As(callErr, &exit)
 	if isExit && exit.ExitCode() == 0 {
 		return nil
+	}
+	if js && isExit && exit.ExitCode() == jsguest.ExitLimited { // the engine's deadline check
+		return rt.engineLimit(runCtx, mem, log)
 	}
 	if runCtx.Err() != nil {
 		return contextError(runCtx)
@@ -567,6 +604,9 @@ func (rt *Runtime) engineLimit(runCtx context.Context, mem *memory, log []byte) 
 	case mem.refused != 0 || bytes.HasSuffix(bytes.TrimRight(log, "\n"), []byte(prefix+jsguest.LimitMemory)):
 		return memoryLimit(mem.limit)
 	case bytes.HasSuffix(bytes.TrimRight(log, "\n"), []byte(prefix+jsguest.LimitDeadline)):
+		if rt.closed.Load() {
+			return ErrClosed
+		}
 		t := time.NewTimer(time.Second)
 		defer t.Stop()
 		select {

@@ -62,5 +62,5 @@ const (
 const (
 	LimitStackPrefix = "call stack depth exceeded"
 	LimitMemory      = "out of memory (the memory limit was reached)"
-	LimitDeadline    = "run deadline passed (stopped by the engine's interrupt check)"
+	LimitDeadline    = "run deadline passed (stopped by the engine)"
 )

@@ -35,6 +35,9 @@ const (
 	// The engine's shadow stack, in bytes: the linker's -z stack-size and the reactor's limit.
 	quickjsStackSize = 1 << 20
 
+	// Every loop of the module calls the engine's deadline check once per this many iterations.
+	quickjsLoopTick = 10000
+
 	// The licence notice shipped beside the module.
 	quickjsLicenseOut = "guests/quickjs/LICENSE.quickjs-ng"
 )
@@ -164,6 +167,9 @@ func buildQuickJS(root, tmp string) ([]byte, map[string][]byte, error) {
 	wasm, err := os.ReadFile(out)
 	if err != nil {
 		return nil, nil, err
+	}
+	if wasm, err = instrumentLoops(wasm, "plimsoll_tick", quickjsLoopTick); err != nil {
+		return nil, nil, fmt.Errorf("instrumenting loops: %w", err)
 	}
 	return wasm, map[string][]byte{quickjsLicenseOut: license}, nil
 }

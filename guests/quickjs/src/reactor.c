@@ -45,6 +45,7 @@
 #define DEFAULT_TOOL_NAME "tool.js"
 #define STACK_MESSAGE "Maximum call stack size exceeded"
 #define STRING_MESSAGE "string too long"
+#define LIMIT_DEADLINE "run deadline passed (stopped by the engine)"
 
 __attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_CALL)))
 int32_t abi_host_call(uint32_t req_ptr, uint32_t req_len, uint32_t resp_ptr, uint32_t resp_cap);
@@ -148,6 +149,20 @@ static int interrupt_handler(JSRuntime *r, void *opaque) {
         return 1;
     }
     return 0;
+}
+
+/* plimsoll_tick is called from every loop of the module, once per LOOP_TICK_INTERVAL iterations
+ * (the build inserts the calls, see guests/internal/wasmbuild/looptick.go), so code that never
+ * returns to the interpreter, a C loop in a builtin, also ends at the deadline. The host gives
+ * the clock a jump past any deadline when a run is canceled or the runtime closes. It cannot
+ * unwind the engine from an arbitrary C frame, so it ends the instance, which serves one run. */
+__attribute__((export_name("plimsoll_tick"))) void plimsoll_tick(void) {
+    if (!in_run || deadline_ms <= 0 || now_ms() < deadline_ms)
+        return;
+    interrupted = 1;
+    log_str("plimsoll: limit: ");
+    log_line(LIMIT_DEADLINE);
+    __wasi_proc_exit(ABI_RUN_LIMITED);
 }
 
 /* Math.random draws from WASI random_get, a buffer at a time. The buffer starts empty, so the
@@ -408,9 +423,22 @@ static JSValue host_error(JSContext *c, const char *fn, int32_t code) {
     return JS_ThrowInternalError(c, "plimsoll: %s returned %d%s", fn, (int)code, name);
 }
 
+static int deadline_passed(void) { return in_run && deadline_ms > 0 && now_ms() >= deadline_ms; }
+
+/* throw_deadline ends the tool with an uncatchable error; the report says the deadline passed. */
+static JSValue throw_deadline(JSContext *c) {
+    interrupted = 1;
+    JS_ThrowInternalError(c, "interrupted");
+    JSValue ex = JS_GetException(c);
+    JS_SetUncatchableError(c, ex);
+    return JS_Throw(c, ex);
+}
+
 static JSValue call_host(JSContext *c, const char *req, size_t req_len, int as_response) {
     int32_t n = abi_host_call((uint32_t)(uintptr_t)req, (uint32_t)req_len, (uint32_t)(uintptr_t)resp_buf,
                               (uint32_t)RESP_CAP);
+    if (deadline_passed()) /* the host ends a call at the run deadline (or cancelation) */
+        return throw_deadline(c);
     if (n < 0)
         return host_error(c, "host_call", n);
     if (n <= RESP_CAP) {
@@ -515,13 +543,8 @@ static JSValue js_sleep(JSContext *c, JSValueConst this_val, int argc, JSValueCo
         nanosleep(&ts, NULL);
     }
     /* The host ends a sleep at the run deadline; the run ends there too. */
-    if (in_run && deadline_ms > 0 && now_ms() >= deadline_ms) {
-        interrupted = 1;
-        JS_ThrowInternalError(c, "interrupted");
-        JSValue ex = JS_GetException(c);
-        JS_SetUncatchableError(c, ex);
-        return JS_Throw(c, ex);
-    }
+    if (deadline_passed())
+        return throw_deadline(c);
     return JS_UNDEFINED;
 }
 
@@ -703,7 +726,7 @@ static int fail2(const char *a, const char *b) {
 /* A limit that ended the run overrides what the error says. */
 static int check_limits(void) {
     if (interrupted)
-        return limited("run deadline passed (stopped by the engine's interrupt check)");
+        return limited(LIMIT_DEADLINE);
     if (out_of_memory)
         return limited("out of memory (the memory limit was reached)");
     return -1;
