@@ -83,7 +83,8 @@ func TestRunaways(t *testing.T) {
 }
 
 // TestRunawaysOneMechanism measures each way of stopping a runaway alone (PLIMSOLL_MEASURE_RUNAWAYS=1):
-// "interrupt" is the engine's interrupt check without wazero's close-on-context-done, "close" the
+// "engine checks only" is the engine's interrupt handler and loop countdown against the deadline
+// it is given, without wazero's close-on-context-done (the default); "close-on-done only" the
 // reverse. A case that a mechanism cannot stop is reported and left running, so this is a
 // measurement, not part of the suite.
 func TestRunawaysOneMechanism(t *testing.T) {
@@ -93,10 +94,10 @@ func TestRunawaysOneMechanism(t *testing.T) {
 	for _, m := range []struct {
 		name             string
 		close, interrupt bool
-	}{{"interrupt only", false, true}, {"close-on-done only", true, false}} {
+	}{{"engine checks only", false, true}, {"close-on-done only", true, false}} {
 		t.Run(m.name, func(t *testing.T) {
 			closeOnContextDone, engineDeadline = m.close, m.interrupt
-			defer func() { closeOnContextDone, engineDeadline = true, true }()
+			defer func() { closeOnContextDone, engineDeadline = false, true }()
 			rt, err := New(context.Background(), Options{CacheDir: testCacheDir(), Getenv: testGetenv})
 			require.NoError(t, err)
 			ps := newPetstore(t)
