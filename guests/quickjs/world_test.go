@@ -75,6 +75,8 @@ func TestDeadline(t *testing.T) {
 		"await loop":      `for (;;) await null;`,
 		"sleep past it":   `sleep(3600e3); return "woke";`,
 		"caught in sleep": `try { sleep(3600e3); } catch (e) {} return "caught";`,
+		"native C loop":   `return Array.prototype.join.call({length: 2 ** 31}).length;`, // the loop countdown
+		"BigInt in C":     `return String(10n ** (10n ** 7n)).length;`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			deadline := time.Now().Add(200 * time.Millisecond).UnixMilli()
