@@ -535,7 +535,7 @@
       else if (tag === "[object Number]") out = new Number(v.valueOf());
       else if (tag === "[object String]") out = new String(v.valueOf());
       else if (tag === "[object BigInt]") out = Object(v.valueOf());
-      else if (v instanceof WeakMap || v instanceof WeakSet || v instanceof Promise || v instanceof WeakRef || (typeof Proxy === "function" && false)) {
+      else if (v instanceof WeakMap || v instanceof WeakSet || v instanceof Promise || v instanceof WeakRef) {
         throw cloneError(`${tag.slice(8, -1)} object could not be cloned`);
       } else {
         out = {};
