@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +115,7 @@ func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.Compiled
 		WithWalltime(inst.port.walltime, sys.ClockResolution(time.Microsecond)).
 		WithSysNanotime().
 		WithNanosleep(inst.port.sleep).
+		WithOsyield(runtime.Gosched). // the JS engine yields from its loops (Go cannot preempt wasm code)
 		WithRandSource(rand.Reader)
 	mod, err := r.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.mem), compiled, cfg)
 	if err != nil {

@@ -16,6 +16,7 @@
  * adds and what the preamble adds. */
 
 #include <errno.h>
+#include <sched.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -153,10 +154,13 @@ static int interrupt_handler(JSRuntime *r, void *opaque) {
 
 /* plimsoll_tick is called from every loop of the module, once per LOOP_TICK_INTERVAL iterations
  * (the build inserts the calls, see guests/internal/wasmbuild/looptick.go), so code that never
- * returns to the interpreter, a C loop in a builtin, also ends at the deadline. The host gives
+ * returns to the interpreter, a C loop in a builtin, also ends at the deadline, and yields. The host gives
  * the clock a jump past any deadline when a run is canceled or the runtime closes. It cannot
  * unwind the engine from an arbitrary C frame, so it ends the instance, which serves one run. */
 __attribute__((export_name("plimsoll_tick"))) void plimsoll_tick(void) {
+    /* A spinning tool hands the processor back now and then: the host's sched_yield lets its
+     * other goroutines run, as it cannot preempt code running in the engine. */
+    sched_yield();
     if (!in_run || deadline_ms <= 0 || now_ms() < deadline_ms)
         return;
     interrupted = 1;
