@@ -73,10 +73,11 @@ func TestCHeaderNamesEverything(t *testing.T) {
 		assert.Contains(t, h, fmt.Sprintf("#define ABI_%s (%d)", c.Name, c.Value))
 	}
 	for _, f := range abi.Funcs {
-		assert.Contains(t, h, fmt.Sprintf(`import_module("plimsoll"), import_name("%s")`, f.Name))
+		assert.Contains(t, h, fmt.Sprintf("#define ABI_FN_%s %q", strings.ToUpper(f.Name), f.Name))
 	}
+	assert.Contains(t, h, `#define ABI_MODULE "plimsoll"`)
 	for _, o := range abi.Outcomes {
 		assert.Contains(t, h, fmt.Sprintf("#define ABI_OUTCOME_%s %q", strings.ToUpper(o), o))
 	}
-	assert.Contains(t, h, "#define ABI_EXIT_LIMITED 2")
+	assert.Contains(t, h, "#define ABI_RUN_LIMITED 2")
 }

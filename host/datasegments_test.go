@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 	"github.com/plimsoll/plimsoll/guests/testguest"
 )
 
@@ -20,7 +20,11 @@ func TestCoalesceData(t *testing.T) {
 			merged := coalesceData(bin)
 			before, after := countData(t, bin), countData(t, merged)
 			t.Logf("data segments: %d -> %d", before, after)
-			require.Less(t, after, before/10)
+			if before >= 100 { // goja's Go module has thousands; clang's a handful
+				require.Less(t, after, before/10)
+			} else {
+				require.LessOrEqual(t, after, before)
+			}
 			require.Equal(t, merged, coalesceData(merged), "coalescing is idempotent")
 
 			rt := newRuntime(t, Options{})

@@ -1,7 +1,7 @@
 // Package host runs tools as WebAssembly guests in wazero, one fresh module instance per run,
 // with every call out going through the run's broker.
 //
-// A Runtime compiles the JavaScript runtime (guests/js) once, with wazero's compiler engine and a
+// A Runtime compiles the JavaScript runtime (guests/quickjs) once, with wazero's compiler engine and a
 // file compilation cache, and defines the WASI and plimsoll host modules once. Run then:
 //
 //   - waits for one of Options.MaxConcurrent slots (or for its context);

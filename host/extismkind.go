@@ -316,9 +316,7 @@ var errExtismAlloc = errors.New("plimsoll_call: no room for the response envelop
 
 func (k *extismKind) pooled(uint64) *instance { return nil }
 
-func (k *extismKind) resultError(ret int32, log []byte) error {
-	return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
-}
+func (k *extismKind) ended(*runState, int32, error) (error, bool) { return nil, false }
 
 // stop closes every compiled plugin's runtime: plugins still running stop at their next check.
 func (k *extismKind) stop(ctx context.Context) {

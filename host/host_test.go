@@ -177,7 +177,7 @@ func TestLimits(t *testing.T) {
 		},
 		{
 			name: "JS call-stack depth", tool: JSTool("deep.js", `function f(n) { return f(n + 1) + 1; } return f(0);`),
-			limit: "guest", message: "guest limit: call stack depth * exceeded",
+			limit: "guest", message: "guest limit: call stack depth exceeded (* KiB of stack)",
 		},
 	}
 	for _, tc := range tests {
@@ -257,7 +257,7 @@ func TestToolFailures(t *testing.T) {
 		message  string
 	}{
 		{"JS throws", JSTool("throw.js", "console.log('about to fail');\nthrow new Error('boom');"), nil, 1,
-			"tool failed: Uncaught Error: boom\n    at throw.js:2:7"},
+			"tool failed: Uncaught Error: boom\n    at throw.js:2:11"},
 		{"JS rejects", JSTool("reject.js", `await Promise.reject(new TypeError("nope"));`), nil, 1,
 			"tool failed: Uncaught TypeError: nope"},
 		{"JS does not compile", JSTool("syntax.js", `return (;`), nil, 1,

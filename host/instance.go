@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plimsoll/plimsoll/profiles"
 )
@@ -33,6 +36,20 @@ type ports struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	ctx            context.Context // the run's: a sleep ends when it is done
+	closed         *atomic.Bool    // the runtime's closed flag; nil for none
+}
+
+// farFuture is how far the guest's wall clock jumps once its run is over (canceled, timed out)
+// or its runtime closed: past any deadline, so the JS engine's own deadline check ends the run.
+const farFuture = 100 * 365 * 24 * time.Hour
+
+// walltime is the guest's wall clock: the real one while the run is live.
+func (p *ports) walltime() (sec int64, nsec int32) {
+	now := time.Now()
+	if (p.ctx != nil && p.ctx.Err() != nil) || (p.closed != nil && p.closed.Load()) {
+		now = now.Add(farFuture)
+	}
+	return now.Unix(), int32(now.Nanosecond())
 }
 
 type stdinPort struct{ p *ports }
@@ -95,9 +112,10 @@ func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.Compiled
 		WithStdin(stdinPort{inst.port}).
 		WithStdout(stdoutPort{inst.port}).
 		WithStderr(stderrPort{inst.port}).
-		WithSysWalltime().
+		WithWalltime(inst.port.walltime, sys.ClockResolution(time.Microsecond)).
 		WithSysNanotime().
 		WithNanosleep(inst.port.sleep).
+		WithOsyield(runtime.Gosched). // the JS engine yields from its loops (Go cannot preempt wasm code)
 		WithRandSource(rand.Reader)
 	mod, err := r.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.mem), compiled, cfg)
 	if err != nil {

@@ -8,31 +8,52 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plimsoll/plimsoll/abi"
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-// jsKind runs JavaScript tools on the embedded engine. The engine is compiled once, its state
-// after _initialize is snapshotted (snapshot.go), and with Options.PoolSize a pool keeps
+// The ways a runaway JS tool is stopped. engineDeadline: the host passes the run's deadline on
+// stdin, and the engine checks the clock in its interrupt handler (bytecode, regex) and from
+// every loop of its compiled code (guests/internal/wasmbuild/looptick.go); the clock jumps past
+// the deadline when the run is canceled or the runtime closes (ports.walltime).
+// closeOnContextDone: wazero closes the module when the run's context ends; it costs the engine
+// 4–7× its run time (BENCHMARKS.md), so the JS engine's runtime goes without it. Wasm tools
+// always have it. Tests flip these to measure each alone.
+var (
+	closeOnContextDone = false
+	engineDeadline     = true
+)
+
+// jsKind runs JavaScript tools on the embedded QuickJS-ng engine, in a wazero runtime of its own
+// (without close-on-context-done: the engine stops itself). The engine is compiled once, its
+// state after _initialize is snapshotted (snapshot.go), and with Options.PoolSize a pool keeps
 // instances ready.
 type jsKind struct {
 	rt    *Runtime
+	r     wazero.Runtime
 	guest func() (*guest, error) // compiled once, on first use
 	snap  *snapshot              // the engine's, once compiled; guarded by guest's once
 	dir   string                 // where the decompressed engine is kept; "" for nowhere
 	pool  *pool                  // nil when Options.PoolSize is 0
 }
 
-func newJSKind(rt *Runtime) *jsKind {
-	k := &jsKind{rt: rt, dir: rt.dir}
-	k.guest = sync.OnceValues(k.compileEngine)
-	if rt.opts.PoolSize > 0 {
-		k.pool = rt.startPool(rt.opts.PoolSize, k.prepared)
+func newJSKind(ctx context.Context, rt *Runtime) (*jsKind, error) {
+	r, err := rt.newEngine(ctx, closeOnContextDone)
+	if err != nil {
+		return nil, err
 	}
-	return k
+	k := &jsKind{rt: rt, r: r, dir: rt.dir}
+	k.guest = sync.OnceValues(k.compileEngine)
+	return k, nil
 }
+
+func (k *jsKind) startPool(size int) { k.pool = k.rt.startPool(size, k.prepared) }
 
 // compileEngine compiles the engine, from the decompressed copy when there is a good one.
 func (k *jsKind) compileEngine() (*guest, error) {
@@ -54,15 +75,15 @@ func (k *jsKind) compileEngine() (*guest, error) {
 func (k *jsKind) compileSnapshot(bin []byte) (*guest, error) {
 	ctx := context.Background()
 	if mod, data, globals, ok := prepareJS(bin); ok {
-		g, err := k.rt.compile(ctx, mod)
+		g, err := k.rt.compileIn(ctx, k.r, mod)
 		if err == nil {
-			if g.snap, err = takeSnapshot(ctx, k.rt.r, g.mod, data, globals); err == nil {
+			if g.snap, err = takeSnapshot(ctx, k.r, g.mod, data, globals); err == nil {
 				return g, nil
 			}
 			g.mod.Close(ctx)
 		}
 	}
-	return k.rt.compile(ctx, coalesceData(bin))
+	return k.rt.compileIn(ctx, k.r, coalesceData(bin))
 }
 
 // prepared is a new engine instance, initialised, for the pool.
@@ -83,13 +104,19 @@ func (k *jsKind) prepared(ctx context.Context) (*instance, error) {
 }
 
 // load compiles the engine on first use (not bounded by one run's deadline: every run shares
-// it) and builds the engine's stdin from the tool, its input and the profile's preamble.
-func (k *jsKind) load(_ context.Context, tool Tool, p *profiles.Profile, _ profiles.Limits, input []byte) (*guest, []byte, error) {
+// it) and builds the engine's stdin from the tool, its input, the profile's preamble and the
+// run's deadline (ctx's: the earlier of the run timeout and the caller's), which the engine
+// enforces itself.
+func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ profiles.Limits, input []byte) (*guest, []byte, error) {
 	preamble, err := p.ReadPreamble()
 	if err != nil {
 		return nil, nil, setupError("read the preamble", err)
 	}
-	stdin, err := jsStdin(tool, input, preamble)
+	deadline, _ := ctx.Deadline()
+	if !engineDeadline {
+		deadline = time.Time{}
+	}
+	stdin, err := jsStdin(tool, input, preamble, deadline)
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
@@ -104,13 +131,46 @@ func (k *jsKind) pooled(memLimit uint64) *instance {
 	return k.pool.take(memLimit)
 }
 
-// resultError reads the engine's result: abi.ExitLimited is a limit the engine enforced, named
-// on the last line it logged.
-func (k *jsKind) resultError(ret int32, log []byte) error {
-	if ret == abi.ExitLimited {
-		return guestLimit(log)
+// ended reads how the engine ended. A run whose context ended while the engine still ran is
+// reported by its context (the engine has no close-on-context-done to stop it there, so what it
+// did after is no result); abi.ExitLimited, returned from run or given to proc_exit by the
+// engine's deadline check, is a limit the engine enforced, named on the last line it logged.
+func (k *jsKind) ended(st *runState, ret int32, callErr error) (error, bool) {
+	if st.ctx.Err() != nil && !k.rt.closed.Load() {
+		return contextError(st.ctx), true
 	}
-	return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
+	var exit *sys.ExitError
+	if (callErr == nil && ret == abi.ExitLimited) || (errors.As(callErr, &exit) && exit.ExitCode() == uint32(abi.ExitLimited)) {
+		return k.engineLimit(st), true
+	}
+	return nil, false
+}
+
+// engineLimit reports a run the engine stopped at a limit: out of memory is the memory limit
+// (the host refused the growth), the deadline is the run's timeout (the host's own clock says so
+// a moment later, if not already), anything else a guest limit.
+func (k *jsKind) engineLimit(st *runState) error {
+	const prefix = "plimsoll: limit: "
+	last := bytes.TrimRight(st.stderr.buf.Bytes(), "\n")
+	switch {
+	case st.inst.mem.refused != 0 || bytes.HasSuffix(last, []byte(prefix+jsguest.LimitMemory)):
+		return memoryLimit(st.inst.mem.limit)
+	case bytes.HasSuffix(last, []byte(prefix+jsguest.LimitDeadline)):
+		if k.rt.closed.Load() {
+			return ErrClosed
+		}
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-st.ctx.Done():
+		case <-t.C:
+		}
+		if st.ctx.Err() != nil {
+			return contextError(st.ctx)
+		}
+		return &TimeoutError{}
+	}
+	return guestLimit(st.stderr.buf.Bytes())
 }
 
 func (k *jsKind) stop(ctx context.Context) {
@@ -133,18 +193,20 @@ func guestLimit(log []byte) error {
 	return &LimitError{Limit: "guest", Message: "guest limit: " + msg}
 }
 
-// jsRequest is the JS engine's stdin (see guests/js/runtime).
+// jsRequest is the JS engine's stdin (see guests/quickjs). DeadlineUnixMs is the run's deadline
+// on the wall clock, which the engine's own checks use to stop a runaway tool.
 type jsRequest struct {
-	Tool     string          `json:"tool"`
-	Input    json.RawMessage `json:"input"`
-	Preamble string          `json:"preamble"`
-	Name     string          `json:"name"`
+	Tool           string          `json:"tool"`
+	Input          json.RawMessage `json:"input"`
+	Preamble       string          `json:"preamble"`
+	Name           string          `json:"name"`
+	DeadlineUnixMs int64           `json:"deadline_unix_ms,omitempty"`
 }
 
 var errInputNotJSON = errors.New("the input is not valid JSON")
 
-// jsStdin builds the JS engine's stdin. Empty input is null.
-func jsStdin(t Tool, input []byte, preamble string) ([]byte, error) {
+// jsStdin builds the JS engine's stdin. Empty input is null; a zero deadline is none.
+func jsStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
 	in := json.RawMessage("null")
 	if len(bytes.TrimSpace(input)) > 0 {
 		if !json.Valid(input) {
@@ -152,5 +214,9 @@ func jsStdin(t Tool, input []byte, preamble string) ([]byte, error) {
 		}
 		in = input
 	}
-	return json.Marshal(jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name})
+	req := jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name}
+	if !deadline.IsZero() {
+		req.DeadlineUnixMs = deadline.UnixMilli()
+	}
+	return json.Marshal(req)
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 )
 
 // jsModule returns the JavaScript runtime's wasm bytes, and whether they came from the on-disk

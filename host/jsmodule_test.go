@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 )
 
 func TestJSModuleKeepsADecompressedCopy(t *testing.T) {

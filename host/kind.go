@@ -17,8 +17,7 @@ const (
 )
 
 // guestKind is what the host needs from one kind of guest: how its module is compiled and kept,
-// what its stdin is, whether a ready instance is waiting, and what its run's non-zero result
-// means. Runtime holds one of each, built in New, and never asks which kind it has: a new kind is
+// what its stdin is, whether a ready instance is waiting, and how to read the way its run ended. Runtime holds one of each, built in New, and never asks which kind it has: a new kind is
 // one file with its type, one kindID and one line in New.
 type guestKind interface {
 	// load returns the compiled guest for tool and the guest's stdin. ctx carries the run's
@@ -26,8 +25,9 @@ type guestKind interface {
 	load(ctx context.Context, tool Tool, p *profiles.Profile, limits profiles.Limits, input []byte) (*guest, []byte, error)
 	// pooled returns a ready instance of g that fits under memLimit, or nil.
 	pooled(memLimit uint64) *instance
-	// resultError says what a non-zero result of the reactor's run means; log is the run log.
-	resultError(ret int32, log []byte) error
+	// ended says how a run ended when the kind knows better than the host's general rules
+	// (outcome.go), such as a limit the guest enforced itself; ok false leaves it to them.
+	ended(st *runState, ret int32, callErr error) (err error, ok bool)
 	// stop ends background work (a pool's filler) before the runtime closes.
 	stop(ctx context.Context)
 	// release frees what outlives runs (compiled modules, snapshots) once no run is left.

@@ -25,12 +25,15 @@ func (rt *Runtime) outcome(st *runState, ret int32, callErr error) error {
 	if st.stderr.err != nil {
 		return st.stderr.err
 	}
+	if err, ok := st.kind.ended(st, ret, callErr); ok {
+		return err
+	}
 	log := st.stderr.buf.Bytes()
 	if callErr == nil {
 		if ret == 0 {
 			return nil
 		}
-		return st.kind.resultError(ret, log)
+		return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
 	}
 	if rt.closed.Load() {
 		return ErrClosed // wazero closes every module with exit code 0 when the runtime closes

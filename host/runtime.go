@@ -53,13 +53,14 @@ const EnvCacheDir = "PLIMSOLL_CACHE_DIR"
 // Runtime runs tools. It compiles each kind of guest once and creates a fresh module instance
 // for every run. It is safe for concurrent use.
 type Runtime struct {
-	r      wazero.Runtime
-	cache  wazero.CompilationCache
-	dir    string // the compilation cache's directory; "" for memory only
-	getenv func(string) string
-	opts   Options
-	slots  chan struct{}
-	kinds  map[kindID]guestKind
+	r       wazero.Runtime   // for wasm tools: wazero's close-on-context-done stops them
+	engines []wazero.Runtime // r and every kind's own (the JS engine stops itself); all closed together
+	cache   wazero.CompilationCache
+	dir     string // the compilation cache's directory; "" for memory only
+	getenv  func(string) string
+	opts    Options
+	slots   chan struct{}
+	kinds   map[kindID]guestKind
 
 	executing atomic.Int64  // runs inside execute
 	idle      chan struct{} // a token when executing drops to 0
@@ -71,6 +72,7 @@ type Runtime struct {
 
 // guest is a compiled module and how to run it.
 type guest struct {
+	r        wazero.Runtime // the runtime mod was compiled in
 	mod      wazero.CompiledModule
 	entry    entry
 	minBytes int64     // the memory the module declares it needs at start
@@ -90,11 +92,40 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	// NewRuntimeConfig picks the compiler engine where wazero supports it (amd64, arm64): the
-	// interpreter compiles faster but runs guests 5–10× slower.
-	cfg := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true). // the only way to stop a guest that never calls out
-		WithCompilationCache(cache)
+	rt := &Runtime{cache: cache, dir: dir, opts: opts, getenv: getenv, idle: make(chan struct{}, 1)}
+	n := opts.MaxConcurrent
+	if n <= 0 {
+		n = 2 * runtime.GOMAXPROCS(0)
+	}
+	rt.slots = make(chan struct{}, n)
+	js, err := newJSKind(ctx, rt)
+	if err == nil {
+		rt.r, err = rt.newEngine(ctx, true)
+	}
+	if err != nil {
+		for _, r := range rt.engines {
+			r.Close(ctx)
+		}
+		return nil, err
+	}
+	rt.kinds = map[kindID]guestKind{
+		kindJS:     js,
+		kindWasm:   newWasmKind(rt),
+		kindExtism: newExtismKind(rt),
+	}
+	if rt.opts.PoolSize > 0 {
+		js.startPool(rt.opts.PoolSize)
+	}
+	return rt, nil
+}
+
+// newEngine makes a wazero runtime with the WASI and plimsoll host modules, sharing the
+// compilation cache. closeOnDone makes wazero stop a guest when its call's context ends (checks
+// in compiled loops and calls, which cost a guest several times its run time); without it the
+// guest must stop itself. NewRuntimeConfig picks the compiler engine where wazero supports it
+// (amd64, arm64): the interpreter compiles faster but runs guests 5–10× slower.
+func (rt *Runtime) newEngine(ctx context.Context, closeOnDone bool) (wazero.Runtime, error) {
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(closeOnDone).WithCompilationCache(rt.cache)
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
 		r.Close(ctx)
@@ -104,19 +135,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		r.Close(ctx)
 		return nil, fmt.Errorf("host: %w", err)
 	}
-
-	rt := &Runtime{r: r, cache: cache, dir: dir, opts: opts, getenv: getenv, idle: make(chan struct{}, 1)}
-	n := opts.MaxConcurrent
-	if n <= 0 {
-		n = 2 * runtime.GOMAXPROCS(0)
-	}
-	rt.slots = make(chan struct{}, n)
-	rt.kinds = map[kindID]guestKind{
-		kindJS:     newJSKind(rt),
-		kindWasm:   newWasmKind(rt),
-		kindExtism: newExtismKind(rt),
-	}
-	return rt, nil
+	rt.engines = append(rt.engines, r)
+	return r, nil
 }
 
 // resolveCacheDir picks the compilation cache directory: the option, else $PLIMSOLL_CACHE_DIR,
@@ -156,7 +176,12 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	for _, k := range rt.kinds {
 		k.stop(ctx)
 	}
-	err := rt.r.Close(ctx) // closes every instance: running guests stop at their next check
+	// Closing closes every instance: wasm tools stop at their next check, the JS engine at its
+	// next clock check (its clock jumps once rt.closed is set).
+	var err error
+	for _, r := range rt.engines {
+		err = errors.Join(err, r.Close(ctx))
+	}
 	done := make(chan struct{})
 	go func() { rt.running.Wait(); close(done) }()
 	select {
@@ -170,10 +195,15 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	return errors.Join(err, rt.cache.Close(ctx))
 }
 
-// compile compiles a guest module and checks that plimsoll can run it.
+// compile compiles a guest module for wasm tools' runtime and checks that plimsoll can run it.
 func (rt *Runtime) compile(ctx context.Context, bin []byte) (*guest, error) {
+	return rt.compileIn(ctx, rt.r, bin)
+}
+
+// compileIn compiles a guest module in r.
+func (rt *Runtime) compileIn(ctx context.Context, r wazero.Runtime, bin []byte) (*guest, error) {
 	ctx = experimental.WithCompilationWorkers(ctx, runtime.NumCPU())
-	m, err := rt.r.CompileModule(ctx, bin)
+	m, err := r.CompileModule(ctx, bin)
 	if err != nil {
 		return nil, setupError("compile the module", err)
 	}
@@ -187,15 +217,19 @@ func (rt *Runtime) compile(ctx context.Context, bin []byte) (*guest, error) {
 		return nil, setupError("find the module's entry point", err)
 	}
 	pages, _ := declaredMinPages(bin)
-	return &guest{mod: m, entry: e, minBytes: int64(pages) * wasmPage}, nil
+	return &guest{r: r, mod: m, entry: e, minBytes: int64(pages) * wasmPage}, nil
 }
 
 // newInstance instantiates g with memory capped at memLimit bytes, restored to the state after
 // _initialize when g has a snapshot.
 func (rt *Runtime) newInstance(ctx context.Context, g *guest, memLimit uint64) (*instance, error) {
-	inst, err := instantiate(ctx, rt.r, g.mod, memLimit, g.snap)
-	if err != nil || g.snap == nil {
-		return inst, err
+	inst, err := instantiate(ctx, g.r, g.mod, memLimit, g.snap)
+	if err != nil {
+		return nil, err
+	}
+	inst.port.closed = &rt.closed
+	if g.snap == nil {
+		return inst, nil
 	}
 	if err := g.snap.restore(inst); err != nil {
 		inst.close(context.Background())

@@ -44,10 +44,10 @@ func TestSnapshotRunsDrawTheirOwnRandomness(t *testing.T) {
 func TestSnapshotMemoryLimit(t *testing.T) {
 	ps := newPetstore(t)
 	p := profile(t, ps.URL, "")
-	p.Limits.Memory = 11 << 20 // a profile built in code; LoadFile refuses under 16MiB
+	p.Limits.Memory = 1400 << 10 // a profile built in code; LoadFile refuses under 16MiB
 	res := shared(t).Run(context.Background(), JSTool("t.js", `return 1;`), p, nil)
 	require.Equal(t, broker.StatusLimit, res.Audit.Status)
-	require.EqualError(t, res.Err, "memory limit limits.memory (11MiB) reached")
+	require.EqualError(t, res.Err, "memory limit limits.memory (1400KiB) reached")
 }
 
 func TestPrepareJS(t *testing.T) {

@@ -94,9 +94,7 @@ func (k *wasmKind) compile(bin []byte, shape moduleShape) (*guest, error) {
 
 func (k *wasmKind) pooled(uint64) *instance { return nil }
 
-func (k *wasmKind) resultError(ret int32, log []byte) error {
-	return &ToolError{ExitCode: int(ret), Message: logReason(log, false)}
-}
+func (k *wasmKind) ended(*runState, int32, error) (error, bool) { return nil, false }
 
 func (k *wasmKind) stop(context.Context) {}
 

@@ -1,7 +1,7 @@
 // Package js holds plimsoll's generic JavaScript preamble: the api, sleep and console globals
 // that every JavaScript tool sees. README.md in this directory documents them for tool authors.
 //
-// The preamble talks to the JavaScript guest runtime (guests/js/runtime) through a native
+// The preamble talks to the JavaScript guest runtime (guests/quickjs) through a native
 // bridge object, __plimsoll, that the runtime installs before evaluating Source and that Source
 // removes from the global object.
 package js

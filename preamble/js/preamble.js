@@ -450,11 +450,27 @@
     return Promise.resolve();
   }
 
-  // goja ends each stack position with the bytecode offset, "tool.js:3:9(12)"; drop it.
+  // An engine may end each stack position with the bytecode offset, "tool.js:3:9(12)" (goja), or
+  // name an anonymous function's frame "<anonymous> (tool.js:3:9)" (QuickJS); both become
+  // "tool.js:3:9".
   const PC = /(:\d+:\d+)\(\d+\)/g;
+  const ANONYMOUS = /^( *at )<(?:anonymous|eval)> \((.*)\)$/gm;
 
   function cleanStack(stack) {
-    return stack.replace(PC, "$1").replace(/^\t/gm, "    ").replace(/\n+$/, "");
+    return stack.replace(PC, "$1").replace(/^\t/gm, "    ").replace(ANONYMOUS, "$1$2").replace(/\n+$/, "");
+  }
+
+  // The error string, then the stack. Some engines (goja) start the stack with the error
+  // string; others (QuickJS) give only the frames.
+  function errorText(e) {
+    const stack = e.stack;
+    if (typeof stack !== "string") {
+      return String(e);
+    }
+    if (stack === "" || /^\s*at /.test(stack)) {
+      return cleanStack(String(e) + "\n" + stack);
+    }
+    return cleanStack(stack);
   }
 
   function formatArg(v) {
@@ -470,7 +486,7 @@
           return "null";
         }
         if (v instanceof Error) {
-          return typeof v.stack === "string" ? cleanStack(v.stack) : String(v);
+          return errorText(v);
         }
         try {
           const s = JSON.stringify(v);

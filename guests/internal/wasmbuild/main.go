@@ -10,6 +10,11 @@
 // is written to the target's .wasm.gz, which is committed. With -check, nothing is written: the
 // fresh build is compared with the committed file and the command exits 1 when they differ.
 // The bytes depend on the Go toolchain and go.sum, so the build pins the toolchain (see toolchain).
+//
+// The quickjs target is C: it extracts the pinned QuickJS-ng tarball from ../shared/vendor (or
+// $PLIMSOLL_VENDOR_DIR; its sha256 is checked), compiles it with guests/quickjs/src using the
+// pinned clang-19 and wasi-libc (see quickjs.go), and also writes guests/quickjs/LICENSE.quickjs-ng
+// from the tarball.
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -39,12 +45,17 @@ type target struct {
 	out     string // the committed .wasm.gz
 	command bool   // build a command (_start) rather than a reactor (_initialize + run)
 	tags    string // -tags, e.g. plimsoll_extism for an Extism plugin on preamble/extism-go
+
+	// cBuild, when set, builds the module itself (a C guest) instead of go build. It also returns
+	// files written beside the module (a licence notice), by repository path; -check compares
+	// them too.
+	cBuild func(root, tmp string) ([]byte, map[string][]byte, error)
 }
 
 // targets lists every guest module. Adding a guest is one line here plus a go:generate line
 // next to its embed.
 var targets = []target{
-	{name: "js", pkg: "./guests/js/runtime", out: "guests/js/runtime.wasm.gz"},
+	{name: "quickjs", out: "guests/quickjs/engine.wasm.gz", cBuild: buildQuickJS},
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
 	{name: "go-inventory", pkg: "./guests/examples/go-inventory", out: "guests/examples/go-inventory.wasm.gz", command: true},
@@ -84,7 +95,13 @@ func run(check bool, names []string) error {
 	var stale []string
 	for _, t := range selected {
 		start := time.Now()
-		wasm, err := build(root, tmp, t)
+		var wasm []byte
+		var extra map[string][]byte
+		if t.cBuild != nil {
+			wasm, extra, err = t.cBuild(root, tmp)
+		} else {
+			wasm, err = build(root, tmp, t)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -101,6 +118,27 @@ func run(check bool, names []string) error {
 		same := err == nil && bytes.Equal(committed, gz)
 		summary := fmt.Sprintf("%s: %s: wasm %s, gzip %s, sha256 %x, built in %s",
 			t.name, t.out, size(len(wasm)), size(len(gz)), sha256.Sum256(gz), took)
+
+		extraPaths := make([]string, 0, len(extra))
+		for p := range extra {
+			extraPaths = append(extraPaths, p)
+		}
+		sort.Strings(extraPaths)
+		for _, p := range extraPaths {
+			full := filepath.Join(root, filepath.FromSlash(p))
+			old, err := os.ReadFile(full)
+			switch {
+			case err == nil && bytes.Equal(old, extra[p]):
+			case check:
+				fmt.Fprintf(os.Stderr, "%s: %s is stale\n", t.name, p)
+				stale = append(stale, t.name)
+			default:
+				if err := writeAtomic(full, extra[p]); err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
+				}
+				fmt.Printf("%s: %s: written\n", t.name, p)
+			}
+		}
 
 		switch {
 		case check && same:

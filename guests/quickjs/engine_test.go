@@ -1,4 +1,4 @@
-package jsguest_test
+package quickjs_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	"github.com/plimsoll/plimsoll/abi"
 )
 
 func TestRunResults(t *testing.T) {
@@ -36,7 +36,7 @@ func TestRunResults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runTool(t, nil, tt.in)
-			require.Equal(t, jsguest.ExitOK, int(r.code), r)
+			require.Equal(t, int(abi.ExitOK), int(r.code), r)
 			assert.Equal(t, tt.stdout, r.stdout)
 		})
 	}
@@ -46,8 +46,8 @@ func TestRunResults(t *testing.T) {
 // preamble and no name.
 func TestHostStdinShape(t *testing.T) {
 	r := newInstance(t).run(t, &scriptedHost{}, []byte(`{"tool":"throw new Error(\"x\")","input":null,"preamble":"","name":""}`))
-	require.Equal(t, jsguest.ExitFailed, int(r.code), r)
-	assert.Equal(t, "Uncaught Error: x\n    at tool.js:1:7\n", r.stderr)
+	require.Equal(t, int(abi.ExitFailed), int(r.code), r)
+	assert.Equal(t, "Uncaught Error: x\n    at tool.js:1:11\n", r.stderr)
 }
 
 // TestHostStdinEscapes runs the host's shape with what encoding/json escapes (quotes, newlines,
@@ -63,12 +63,12 @@ func TestHostStdinEscapes(t *testing.T) {
 	}{tool, json.RawMessage(`{"a":"x\",\"preamble\":\"}","b":[1,{"c":null}]}`), "const Z = \"\\t\";", "esc.js"})
 	require.NoError(t, err)
 	r := newInstance(t).run(t, &scriptedHost{}, stdin)
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, `[{"a":"x\",\"preamble\":\"}","b":[1,{"c":null}]},"<&>","é😀",1,"😀",1]`, r.stdout)
 
 	// An escaped lone surrogate becomes U+FFFD, as encoding/json makes it.
 	r = newInstance(t).run(t, &scriptedHost{}, []byte(`{"tool":"return \"\ud800\";","input":null,"preamble":"","name":""}`))
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, "\"\ufffd\"", r.stdout)
 }
 
@@ -77,11 +77,11 @@ func TestConsoleGoesToStderr(t *testing.T) {
 console.log("plain", 1, {a: [1, "x"]}, null, undefined);
 console.error(new TypeError("bad"));
 return "done";`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, `"done"`, r.stdout)
 	assert.Equal(t, "plain 1 {\"a\":[1,\"x\"]} null undefined\n"+
 		"TypeError: bad\n"+
-		"    at tool.js:3:15\n", r.stderr)
+		"    at tool.js:3:19\n", r.stderr)
 }
 
 func TestAPIEnvelopes(t *testing.T) {
@@ -99,7 +99,7 @@ await api.delete("/pets/1");
 await api.call("options", "/pets", {body: new ArrayBuffer(2)});
 await api.post("/pets", {a: 1}, {headers: {"Content-Type": "application/merge-patch+json"}});
 return null;`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	want := []string{
 		`{"method":"GET","path":"/pets","query":"tag=a%20b&tag=c%26d&limit=10&q=x%21%2A%27%28%29~%C3%A9","headers":{"Accept":"application/json","X-Tag":["a","b"]}}`,
 		`{"method":"GET","path":"/pets","query":"limit=5&tag=x"}`,
@@ -125,7 +125,7 @@ for (const f of [
   try { await f(); errs.push("no error"); } catch (e) { errs.push(e.message); }
 }
 return errs;`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	var errs []string
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &errs))
 	assert.Equal(t, []string{
@@ -167,7 +167,7 @@ return {
   keys: Object.keys(ok),
   assigned: (() => { shed.headers = {x: "1"}; shed.outcome = "mine"; return [shed.headers, shed.outcome]; })(),
 };`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
 	assert.Equal(t, []any{200.0, true, "forwarded", "application/json", "a=1, b=2",
@@ -198,7 +198,7 @@ const b = await api.get("/small");
 const c = await api.get("/big");
 const want = "0123456789abcdef".repeat(300 * 1024 / 16);
 return [a.body === want, a.body.length, b.body, c.body === want];`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, `[true,307200,"small",true]`, r.stdout)
 	assert.Equal(t, 2, h.fetched, "the two big responses go through host_response")
 }
@@ -208,11 +208,11 @@ func TestThrownErrorFails(t *testing.T) {
 function outer() { inner(); }
 await null;
 outer();`})
-	require.Equal(t, jsguest.ExitFailed, int(r.code), r)
+	require.Equal(t, int(abi.ExitFailed), int(r.code), r)
 	assert.True(t, strings.HasSuffix(r.stderr, "Uncaught Error: boom\n"+
-		"    at inner (pets.js:1:26)\n"+
-		"    at outer (pets.js:2:25)\n"+
-		"    at pets.js:4:6\n"), r.stderr)
+		"    at inner (pets.js:1:30)\n"+
+		"    at outer (pets.js:2:20)\n"+
+		"    at pets.js:4:1\n"), r.stderr)
 	assert.Empty(t, r.stdout)
 }
 
@@ -224,22 +224,22 @@ func TestFailures(t *testing.T) {
 	}{
 		{"thrown string", `{"tool":"throw 'nope'"}`, "Uncaught nope"},
 		{"thrown object", `{"tool":"throw {code: 7}"}`, `Uncaught {"code":7}`},
-		{"syntax error", `{"tool":"let x = ;"}`, "plimsoll: the tool does not compile: SyntaxError: tool.js: Line 1:33 Unexpected token ; (and 2 more errors)"},
+		{"syntax error", `{"tool":"let x = ;"}`, "plimsoll: the tool does not compile: SyntaxError: unexpected token in expression: ';' (at tool.js:1:9)"},
 		{"pending forever", `{"tool":"await new Promise(() => {})"}`,
 			"plimsoll: the tool's promise is still pending and nothing is left to run (an await is waiting for a promise that nothing will settle)"},
-		{"unknown field", `{"tool":"return 1","inputs":{}}`, `plimsoll: bad stdin: unknown field "inputs" (want tool, input, preamble, name)`},
+		{"unknown field", `{"tool":"return 1","inputs":{}}`, `plimsoll: bad stdin: unknown field "inputs" (want tool, input, preamble, name, deadline_unix_ms)`},
 		{"missing tool", `{"input":1}`, `plimsoll: bad stdin: missing field "tool"`},
 		{"duplicate field", `{"tool":"1","tool":"2"}`, `plimsoll: bad stdin: duplicate field "tool"`},
 		{"wrong type", `{"tool":1}`, `plimsoll: bad stdin: field "tool": want a string`},
 		{"trailing data", `{"tool":"1"} {}`, `plimsoll: bad stdin: data after the JSON object`},
 		{"empty", ``, `plimsoll: bad stdin: empty input, want a JSON object`},
-		{"cyclic result", `{"tool":"const a = {}; a.a = a; return a"}`, "plimsoll: the tool's result cannot be turned into JSON: TypeError: Converting circular structure to JSON"},
-		{"preamble throws", `{"tool":"1","preamble":"throw new Error('bad preamble')"}`, "    at preamble.js:1:7"},
+		{"cyclic result", `{"tool":"const a = {}; a.a = a; return a"}`, "plimsoll: the tool's result cannot be turned into JSON: TypeError: circular reference"},
+		{"preamble throws", `{"tool":"1","preamble":"throw new Error('bad preamble')"}`, "    at preamble.js:1:11"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newInstance(t).run(t, &scriptedHost{}, []byte(tt.stdin))
-			require.Equal(t, jsguest.ExitFailed, int(r.code), r)
+			require.Equal(t, int(abi.ExitFailed), int(r.code), r)
 			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 			assert.Equal(t, tt.tail, lines[len(lines)-1], r.stderr)
 			assert.Empty(t, r.stdout)
@@ -248,25 +248,29 @@ func TestFailures(t *testing.T) {
 }
 
 func TestCallStackLimit(t *testing.T) {
-	// Unwinding goja's overflow through nested native calls costs time quadratic in the depth
-	// (about 1-2 s at 1000 frames inside wasm), so these run in parallel.
 	for name, tool := range map[string]string{
 		"sync":        `function f(n) { return f(n + 1) + 1 } return f(0)`,
-		"after await": `await null; function f(n) { return f(n + 1) + 1 } try { return f(0) } catch (e) { return "caught" }`,
 		"through map": `function f(n) { return [n].map((x) => f(x + 1))[0] } return f(0)`,
 		"async":       `async function f(n) { return 1 + await f(n + 1) } return await f(0)`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := runTool(t, nil, runInput{Tool: tool})
-			require.Equal(t, jsguest.ExitLimited, int(r.code), r)
-			assert.True(t, strings.HasSuffix(r.stderr, "plimsoll: limit: call stack depth 1000 exceeded\n"), r.stderr)
+			require.Equal(t, int(abi.ExitLimited), int(r.code), r)
+			assert.True(t, strings.HasSuffix(r.stderr, "plimsoll: limit: call stack depth exceeded (896 KiB of stack)\n"), r.stderr)
 			assert.Empty(t, r.stdout)
 		})
 	}
+	// The engine's stack overflow is a RangeError, which a tool may catch; only an uncaught one
+	// ends the run at the limit.
+	t.Run("caught after await", func(t *testing.T) {
+		r := runTool(t, nil, runInput{Tool: `await null; function f(n) { return f(n + 1) + 1 } try { return f(0) } catch (e) { return [e instanceof RangeError, e.message] }`})
+		require.Equal(t, int(abi.ExitOK), int(r.code), r)
+		assert.Equal(t, `[true,"Maximum call stack size exceeded"]`, r.stdout)
+	})
 	t.Run("deep but within the limit", func(t *testing.T) {
 		r := runTool(t, nil, runInput{Tool: `function f(n) { return n ? 1 + f(n - 1) : 0 } return f(900)`})
-		require.Equal(t, jsguest.ExitOK, int(r.code), r)
+		require.Equal(t, int(abi.ExitOK), int(r.code), r)
 		assert.Equal(t, "900", r.stdout)
 	})
 }
@@ -279,7 +283,7 @@ const t0 = Date.now();
 await sleep(50);
 const slept = Date.now() - t0;
 return {now: Date.now(), slept, distinct: new Set(rs).size, inRange: rs.every((x) => x >= 0 && x < 1)};`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	var got struct {
 		Now      int64
 		Slept    int64
@@ -295,7 +299,7 @@ return {now: Date.now(), slept, distinct: new Set(rs).size, inRange: rs.every((x
 
 func TestUnhandledRejectionIsLogged(t *testing.T) {
 	r := runTool(t, nil, runInput{Tool: `Promise.reject(new Error("lost")); return 1`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, "1", r.stdout)
 	assert.Equal(t, "plimsoll: warning: a promise was rejected and never handled: Error: lost\n", r.stderr)
 }
@@ -348,8 +352,8 @@ func TestResponseEnvelopeDecoding(t *testing.T) {
 			`[200,"x",{},[],[],"forwarded"]`},
 		{"duplicate header goes to JSON.parse", `{"status":200,"headers":{"A":["1"],"A":["2"]},"body":""}`,
 			`[200,"",{"a":"2"},["a"],["2"],"forwarded"]`},
-		{"lone surrogate goes to JSON.parse (goja's makes it U+FFFD)", `{"status":200,"headers":{},"body":"\ud800"}`,
-			`[200,"\ufffd",{},[],[],"forwarded"]`},
+		{"lone surrogate goes to JSON.parse (which keeps it)", `{"status":200,"headers":{},"body":"\ud800"}`,
+			`[200,"lone surrogate",{},[],[],"forwarded"]`},
 		{"__proto__ header", `{"status":200,"headers":{"__proto__":["x"],"Plimsoll-Outcome":["denied"]},"body":""}`,
 			`[200,"",{"__proto__":"x","plimsoll-outcome":"denied"},["__proto__","plimsoll-outcome"],["x"],"denied"]`},
 		{"no headers field", `{"status":200,"body_base64":"aGk="}`,
@@ -363,7 +367,7 @@ const res = await api.get("/x");
 const first = Object.keys(res.headers)[0];
 return [res.status, res.body === "\ud800" ? "lone surrogate" : res.body, res.headers, Object.keys(res.headers),
         res.headerValues(first === undefined ? "none" : first), res.outcome];`})
-			require.Equal(t, jsguest.ExitOK, int(r.code), r)
+			require.Equal(t, int(abi.ExitOK), int(r.code), r)
 			assert.JSONEq(t, tt.want, r.stdout)
 		})
 	}
@@ -372,7 +376,7 @@ return [res.status, res.body === "\ud800" ? "lone surrogate" : res.body, res.hea
 		h := &scriptedHost{respond: func(string) string { return `{"status":200,` }}
 		r := runTool(t, h, runInput{Tool: `
 try { await api.get("/x"); return "no error"; } catch (e) { return [e instanceof SyntaxError, e.name]; }`})
-		require.Equal(t, jsguest.ExitOK, int(r.code), r)
+		require.Equal(t, int(abi.ExitOK), int(r.code), r)
 		assert.Equal(t, `[true,"SyntaxError"]`, r.stdout)
 	})
 }
@@ -388,7 +392,7 @@ for (const p of ["/pets/1", "/a b~!$&'()*+,;=:@%2F<>", "", "/x?y=1", "/q\"uote",
 await api.get("/pets/2", undefined);
 await api.get("/pets/3", null);
 return null;`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, []string{
 		`{"method":"GET","path":"/pets/1"}`,
 		`{"method":"GET","path":"/a b~!$&'()*+,;=:@%2F<>"}`,
@@ -433,7 +437,7 @@ const proto = Object.getPrototypeOf(res);
 return [res.status === undefined ? null : res.status, res.ok, res.body, Object.keys(res),
         Object.getOwnPropertySymbols(res).length, typeof proto.json === "function" && proto.constructor.name === "Response",
         res.outcome];`})
-				require.Equal(t, jsguest.ExitOK, int(r.code), r)
+				require.Equal(t, int(abi.ExitOK), int(r.code), r)
 				assert.JSONEq(t, tt.want, r.stdout, call)
 			}
 		})
@@ -459,7 +463,7 @@ await api.get("/c");
 String.prototype.toUpperCase = upper;
 await api.get("/d");
 return seen;`})
-	require.Equal(t, jsguest.ExitOK, int(r.code), r)
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
 	assert.Equal(t, `["{\"status\":","{\"status\":"]`, r.stdout)
 	assert.Equal(t, []string{
 		`{"method":"GET","path":"/a"}`,

@@ -1,10 +1,11 @@
-package jsguest_test
+package quickjs_test
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -15,8 +16,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
 
-	jsguest "github.com/plimsoll/plimsoll/guests/js"
+	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 	"github.com/plimsoll/plimsoll/internal/testcache"
 )
 
@@ -198,6 +200,10 @@ func (in *instance) run(tb testing.TB, h *scriptedHost, stdin []byte) runResult 
 	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), hostKey{}, h), time.Minute)
 	defer cancel()
 	res, err := in.mod.ExportedFunction("run").Call(ctx)
+	var exit *sys.ExitError
+	if errors.As(err, &exit) { // the engine ends the instance at the deadline with proc_exit(2)
+		return runResult{code: int32(exit.ExitCode()), stdout: in.stdout.String(), stderr: in.stderr.String(), host: h}
+	}
 	if err != nil {
 		tb.Fatalf("run trapped: %v\nstderr:\n%s", err, in.stderr)
 	}
