@@ -172,6 +172,17 @@ func (b *Breaker) Is429Window() bool {
 	return b.is429
 }
 
+// Until is the end of the current (or most recent) window; zero when a probe closed it early.
+// Read it together with Open.
+func (b *Breaker) Until() time.Time {
+	return b.until
+}
+
+// ProbeInFlight reports whether a probe is out and not yet recorded.
+func (b *Breaker) ProbeInFlight() bool {
+	return b.probeInFlight
+}
+
 // Opens is how many windows have been opened so far (breaker_opens on the audit line).
 func (b *Breaker) Opens() int {
 	return b.opens

@@ -17,9 +17,43 @@ type admission struct {
 	retryAfter int // seconds, for a shed call
 }
 
+// ForcedOpenReason starts the trace reason of every call shed because the operator forced its
+// profile open; the operator's own reason follows.
+const ForcedOpenReason = "forced open by the operator: "
+
+// forcedRetryAfter is the Retry-After of a call shed as forced open: the flag has no end the
+// broker knows, so it is the longest wait the broker ever advertises.
+const forcedRetryAfter = int(breaker.MaxRetryAfter / time.Second)
+
+// forcedShed reads the operator's flag; when it is set, the call is shed without consulting the
+// breaker (so no probe is picked) or the budget.
+func (r *Broker) forcedShed() (admission, bool) {
+	if r.forcedOpen == nil {
+		return admission{}, false
+	}
+	why, open := r.forcedOpen()
+	if !open {
+		return admission{}, false
+	}
+	r.mu.Lock()
+	if !r.finished {
+		r.forced = why
+	}
+	r.mu.Unlock()
+	return admission{decision: breaker.Shed, outcome: Shed, reason: ForcedOpenReason + why, retryAfter: forcedRetryAfter}, true
+}
+
 // probeFor sends the health probe for a call picked to probe. The call is shed unless the probe
-// answers 2xx; then the breaker is closed and the call goes on if the budget allows.
+// answers 2xx; then the breaker is closed and the call goes on if the budget allows. A profile
+// forced open between the pick and now sends no probe: the pick is given back to the breaker as
+// a failed probe, and the call is shed as forced open.
 func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
+	if a, forced := r.forcedShed(); forced {
+		r.mu.Lock()
+		r.breaker.RecordProbe(r.now(), 0)
+		r.mu.Unlock()
+		return r.refuseAdmission(*entry, a, t0)
+	}
 	status, ok := r.probe(ctx)
 	if !ok {
 		entry.Probe = ProbeNotReady
@@ -42,8 +76,12 @@ func (r *Broker) refuseAdmission(entry TraceEntry, a admission, t0 time.Time) (r
 	return Response{}, false
 }
 
-// admission takes the breaker's decision and, when the call may go on, charges the budget.
+// admission takes the breaker's decision and, when the call may go on, charges the budget. The
+// operator's forced-open flag comes first: while it is set, the breaker is not consulted.
 func (r *Broker) admission(now time.Time) admission {
+	if a, forced := r.forcedShed(); forced {
+		return a
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := admission{decision: r.breaker.Decide(now)}

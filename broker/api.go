@@ -50,6 +50,12 @@ type Config struct {
 	// OnRecord, when set, is called with each trace entry once it is recorded, outside the
 	// broker's lock, possibly from several goroutines at once.
 	OnRecord func(TraceEntry)
+	// ForcedOpen, when set, is read at every call's admission, before the breaker: while it
+	// says open, the call is shed (503 + Retry-After, outcome shed) with reason "forced open by
+	// the operator: " and its reason, no probe is sent and the budget is not charged. The
+	// daemon owns the flag and passes it in; the broker never reaches up for it. It must be
+	// cheap and safe for concurrent use.
+	ForcedOpen func() (reason string, open bool)
 }
 
 // Values of TraceEntry.Probe.
@@ -109,4 +115,7 @@ type Audit struct {
 	Counters
 	BudgetCalls int   `json:"budget_calls"`
 	DurationMs  int64 `json:"duration_ms"`
+	// ForcedOpen is the operator's reason when at least one of the run's calls was shed because
+	// its profile was forced open (the last such reason); "" otherwise, and then not written.
+	ForcedOpen string `json:"forced_open,omitempty"`
 }

@@ -32,7 +32,8 @@ type Broker struct {
 	start      time.Time
 	runID      string
 	tool       string
-	onRecord   func(TraceEntry) // optional live view of the trace
+	onRecord   func(TraceEntry)      // optional live view of the trace
+	forcedOpen func() (string, bool) // the operator's flag for the profile; nil when none
 
 	mu        sync.Mutex
 	breaker   *breaker.Breaker
@@ -42,6 +43,7 @@ type Broker struct {
 	trace     []TraceEntry
 	finished  bool
 	final     Counters // the counters as the audit line gave them; set by Finish
+	forced    string   // the operator's reason of the last call shed as forced open
 }
 
 // New builds a Broker. The profile must come from profiles.Load*, so its routes are compiled.
@@ -51,14 +53,15 @@ func New(cfg Config) (*Broker, error) {
 		return nil, errors.New("broker: a run needs a loaded profile")
 	}
 	r := &Broker{
-		profile:   p,
-		transport: cfg.Transport,
-		now:       cfg.Now,
-		runID:     cfg.RunID,
-		tool:      cfg.Tool,
-		onRecord:  cfg.OnRecord,
-		allowed:   allowedHeaders(p),
-		breaker:   breaker.New(p.HealthCheck != nil),
+		profile:    p,
+		transport:  cfg.Transport,
+		now:        cfg.Now,
+		runID:      cfg.RunID,
+		tool:       cfg.Tool,
+		onRecord:   cfg.OnRecord,
+		forcedOpen: cfg.ForcedOpen,
+		allowed:    allowedHeaders(p),
+		breaker:    breaker.New(p.HealthCheck != nil),
 	}
 	if r.transport == nil {
 		r.transport = sharedTransport
@@ -220,7 +223,7 @@ func (r *Broker) Finish(status Status, runErr error) Audit {
 		r.final = r.countersLocked()
 		r.finished = true
 	}
-	c := r.final
+	c, forced := r.final, r.forced
 	r.mu.Unlock()
 	a := NewAudit(r.runID, r.profile.Name, r.tool, status, nil)
 	if runErr != nil {
@@ -228,5 +231,6 @@ func (r *Broker) Finish(status Status, runErr error) Audit {
 	}
 	a.Counters, a.BudgetCalls = c, r.profile.Budget.Calls
 	a.DurationMs = r.now().Sub(r.start).Milliseconds()
+	a.ForcedOpen = forced
 	return a
 }

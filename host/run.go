@@ -41,9 +41,12 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 	}
 
 	secret, secretErr := p.ResolveSecret(rt.getenv)
-	b, err := rt.newBroker(runID, tool, p, secret, opts.OnCall)
+	b, err := rt.newBroker(runID, tool, p, secret, opts.OnCall, opts.ForcedOpen)
 	if err != nil {
 		return unbrokered(runID, p.Name, tool, setupError("start the broker", err))
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(b.State)
 	}
 	var res Result
 	if secretErr != nil {
@@ -75,14 +78,14 @@ func (rt *Runtime) enter() bool {
 	return true
 }
 
-func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, onCall func(broker.TraceEntry)) (*broker.Broker, error) {
+func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, onCall func(broker.TraceEntry), forced func() (string, bool)) (*broker.Broker, error) {
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
-		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: onCall})
+		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: onCall, ForcedOpen: forced})
 }
 
 // refused is the result of a run that never started; its broker records no calls.
 func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
-	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{}, nil)
+	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{}, nil, nil)
 	if berr != nil {
 		return unbrokered(runID, p.Name, tool, err)
 	}

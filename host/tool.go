@@ -81,4 +81,12 @@ type RunOptions struct {
 	// OnLog, when set, is called with each chunk the guest writes to stderr and the log keeps
 	// (chunks are not split into lines). The slice is only valid during the call.
 	OnLog func([]byte)
+	// ForcedOpen, when set, is the operator's forced-open flag for the run's profile, read by
+	// the broker at every call's admission (broker.Config.ForcedOpen).
+	ForcedOpen func() (reason string, open bool)
+	// OnStart, when set, is called once the run's broker exists and before the guest starts,
+	// with a read-only snapshot of the run (broker.Broker.State), safe to call from any
+	// goroutine until and after the run ends. A run refused before it had a broker never
+	// calls it.
+	OnStart func(state func() broker.State)
 }

@@ -41,7 +41,8 @@ func (s *Server) apiHandler() http.Handler {
 
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /admin/profiles", s.handleProfileState)
+	mux.Handle("GET /admin/profiles", s.adminAuth(http.HandlerFunc(s.handleProfileState)))
+	s.adminRoutes(mux)
 	s.probes(mux)
 	return s.counted(mux)
 }
@@ -240,7 +241,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 		}
 	}
 	var st *streamer
-	opts := host.RunOptions{RunID: runID}
+	opts := s.plane.runOptions(runID, c.Name, p.Name)
 	if acceptsNDJSON(r) {
 		st = newStreamer(w)
 		opts.OnCall, opts.OnLog = st.call, st.log
@@ -249,6 +250,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	defer cancel()
 	t0 := time.Now()
 	res := s.rt.RunWith(ctx, req.Tool, p, req.Input, opts)
+	s.plane.ended(runID)
 	a := s.finish(c, res, time.Since(t0))
 	if st != nil {
 		st.flushLog()

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/knadh/koanf/parsers/json"
 	"github.com/knadh/koanf/parsers/toml/v2"
@@ -50,14 +51,19 @@ func (c *Client) May(name string) bool {
 	return slices.Contains(c.Profiles, AllProfiles) || slices.Contains(c.Profiles, name)
 }
 
-// Clients is a validated clients file.
-type Clients struct{ list []*Client }
+// Clients is a validated clients file. POST /admin/reload replaces its list whole.
+type Clients struct {
+	mu   sync.RWMutex
+	list []*Client
+}
 
 // Authenticate finds the client whose token is token. Every client is compared, in constant
 // time, so the answer's timing does not tell how much of a token matched or which one.
 func (cs *Clients) Authenticate(token string) *Client {
 	d := sha256.Sum256([]byte(token))
 	var found *Client
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
 	for _, c := range cs.list {
 		if subtle.ConstantTimeCompare(d[:], c.digest[:]) == 1 {
 			found = c

@@ -14,7 +14,7 @@ import (
 // Config configures the daemon. Zero fields take the defaults shown.
 type Config struct {
 	Listen      string        // API address; default 127.0.0.1:7070
-	Admin       string        // admin plane address, loopback only; default 127.0.0.1:7071; "off" for none
+	Admin       string        // admin plane address, loopback unless AdminTokenEnv; default 127.0.0.1:7071; "off" for none
 	ProfilesDir string        // the stored grant profiles; required
 	ClientsFile string        // clients and tokens; "" is open mode, loopback only
 	AuditFile   string        // audit lines, synced per run; "" writes them to AuditOut, unsynced and without a journal
@@ -31,6 +31,11 @@ type Config struct {
 
 	MaxBodyBytes int64 // POST /v1/runs body cap (413 past it); default 8 MiB
 	RecentRuns   int   // results kept for GET /v1/runs/{id}; default 1024
+
+	// AdminTokenEnv names the environment variable holding the admin plane's bearer token (at
+	// least 16 characters), required on every /admin request; "" means none, and then the admin
+	// plane serves on loopback only.
+	AdminTokenEnv string
 
 	// Ready, when set, is called once the listeners are bound, with their addresses ("" for no
 	// admin listener), before the engine is warm: tests use it to learn ephemeral ports.
@@ -107,8 +112,8 @@ func (c Config) check() error {
 	if c.ClientsFile == "" && !IsLoopback(c.Listen) {
 		return &ConfigError{Flag: "listen", Reason: fmt.Sprintf("%s is not a loopback address: without --clients the daemon is open to anyone who can connect, so it serves only on loopback", c.Listen)}
 	}
-	if c.Admin != "off" && !IsLoopback(c.Admin) {
-		return &ConfigError{Flag: "admin", Reason: fmt.Sprintf("%s is not a loopback address: the admin plane has no authentication", c.Admin)}
+	if c.Admin != "off" && c.AdminTokenEnv == "" && !IsLoopback(c.Admin) {
+		return &ConfigError{Flag: "admin", Reason: fmt.Sprintf("%s is not a loopback address: the admin plane has no authentication without --admin-token-env", c.Admin)}
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ type Server struct {
 	journal *journal // nil without an audit file
 	metrics *metrics
 	recent  *ring
+	plane   *controlPlane // live runs, forced-open flags, the admin token (admin.go, state.go)
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -111,6 +112,12 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, adm: admission.New(cfg.MaxRuns, cfg.Queue), recent: newRing(cfg.RecentRuns)}
 	s.runsCtx, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s.adm, s.ready.Load)
+	plane, err := newControlPlaneFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.plane = plane
+	s.metrics.reg.MustRegister(planeCollector{s})
 	if err := s.loadClients(); err != nil {
 		return nil, err
 	}

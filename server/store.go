@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ type ProfileFile struct {
 	Field    string    `json:"field,omitempty"`
 	FailedAt time.Time `json:"failed_at,omitzero"`
 	profile  *profiles.Profile
+	digest   [32]byte // sha256 of the content the served version was loaded from
 }
 
 // Store holds the profiles the daemon serves, reloaded file by file, all or nothing.
@@ -109,6 +111,7 @@ func (s *Store) State() ([]ProfileFile, int) {
 
 // reload loads path again: a good load replaces the served version, a refusal keeps it.
 func (s *Store) reload(path string) {
+	raw, _ := os.ReadFile(path) // for the digest only; a change before LoadFile only makes it stale
 	p, err := profiles.LoadFile(path)
 	if errors.Is(err, os.ErrNotExist) || (err != nil && !fileExists(path)) {
 		s.remove(path)
@@ -129,7 +132,7 @@ func (s *Store) reload(path string) {
 		s.refuseLocked(f, err)
 		return
 	}
-	f.profile, f.Version, f.LoadedAt = p, f.Version+1, time.Now()
+	f.profile, f.Version, f.LoadedAt, f.digest = p, f.Version+1, time.Now(), sha256.Sum256(raw)
 	f.Error, f.Field, f.FailedAt = "", "", time.Time{}
 	s.log.Info("profile loaded", "file", path, "profile", p.Name, "version", f.Version)
 }

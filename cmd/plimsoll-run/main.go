@@ -40,6 +40,7 @@ Usage:
   plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm] [--scenarios DIR] [--json]
   plimsoll-run serve [--listen ADDR] [--admin ADDR] [--profiles DIR] [--clients FILE]
                      [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
+  plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--admin ADDR] [--json]
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -72,6 +73,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdConformance(ctx, args[1:], e)
 	case "serve":
 		return cmdServe(ctx, args[1:], e)
+	case "admin":
+		return cmdAdmin(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)

@@ -9,14 +9,15 @@ import (
 	"github.com/plimsoll/plimsoll/server"
 )
 
-const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s]"
+const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--admin-token-env NAME] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s]"
 
 // cmdServe runs the daemon until SIGTERM or SIGINT (ctx), then drains and exits 0.
 func cmdServe(ctx context.Context, args []string, e env) int {
 	var c server.Config
 	fs := newFlags("serve", serveSynopsis, e)
 	fs.StringVar(&c.Listen, "listen", server.DefaultListen, "API `ADDR`; non-loopback needs --clients")
-	fs.StringVar(&c.Admin, "admin", server.DefaultAdmin, "admin plane `ADDR` (loopback only), or off")
+	fs.StringVar(&c.Admin, "admin", server.DefaultAdmin, "admin plane `ADDR` (loopback only, unless --admin-token-env), or off")
+	fs.StringVar(&c.AdminTokenEnv, "admin-token-env", "", "require the bearer token in environment variable `NAME` on every /admin request")
 	dir := fs.String("profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&c.ClientsFile, "clients", "", "clients and tokens `FILE` (.yaml, .toml, .json); without it the daemon is open, on loopback only")
 	fs.StringVar(&c.AuditFile, "audit", "", "append every run's audit line to `FILE`, synced, with a crash journal beside it (default stdout, unsynced)")

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/plimsoll/plimsoll/server"
+)
+
+const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] [--json]
+       plimsoll-run admin force-open NAME --reason R [--admin ADDR] [--json]
+       plimsoll-run admin clear NAME [--admin ADDR] [--json]
+       plimsoll-run admin reload [--admin ADDR] [--json]
+
+The daemon's admin plane (plimsoll-run serve --admin). A forced-open profile sheds every call of
+its live and new runs until cleared; the flag survives profile reloads and is lost on restart.
+With serve --admin-token-env, the token is read from $PLIMSOLL_ADMIN_TOKEN (or --token-env).
+Exit codes: 0 done; 1 the daemon refused the request, or a reload refused a file; 2 usage, or
+the daemon cannot be reached.`
+
+// adminCmd is one admin subcommand's parsed flags.
+type adminCmd struct {
+	addr, tokenEnv, reason, profile string
+	json                            bool
+	e                               env
+}
+
+func cmdAdmin(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintf(e.stdout, "usage: %s\n", adminSynopsis)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "usage: %s\n", adminSynopsis)
+		return exitConfig
+	}
+	sub, args := args[0], args[1:]
+	c := adminCmd{e: e}
+	fs := newFlags("admin "+sub, adminSynopsis, e)
+	fs.StringVar(&c.addr, "admin", server.DefaultAdmin, "the daemon's admin `ADDR` (host:port or http://host:port)")
+	fs.StringVar(&c.tokenEnv, "token-env", "PLIMSOLL_ADMIN_TOKEN", "environment variable `NAME` holding the admin token, if the daemon wants one")
+	fs.BoolVar(&c.json, "json", false, "print the daemon's JSON answer, for scripts")
+	switch sub {
+	case "state":
+		fs.StringVar(&c.profile, "profile", "", "only profile `NAME`")
+	case "force-open":
+		fs.StringVar(&c.reason, "reason", "", "why (`R`): shown on every shed call and audit line")
+	case "clear", "reload":
+	default:
+		fmt.Fprintf(e.stderr, "plimsoll-run admin: unknown subcommand %q\n\nusage: %s\n", sub, adminSynopsis)
+		return exitConfig
+	}
+	// NAME may come before or after the flags.
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: unexpected argument %q\n", sub, fs.Arg(0))
+		return exitConfig
+	}
+	needsName := sub == "force-open" || sub == "clear"
+	switch {
+	case needsName && name == "":
+		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: a profile NAME is required\n", sub)
+		return exitConfig
+	case !needsName && name != "":
+		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: unexpected argument %q\n", sub, name)
+		return exitConfig
+	case sub == "force-open" && strings.TrimSpace(c.reason) == "":
+		fmt.Fprintf(e.stderr, "plimsoll-run admin force-open: --reason is required: say why, it is shown on every shed call and audit line\n")
+		return exitConfig
+	}
+	switch sub {
+	case "state":
+		q := ""
+		if c.profile != "" {
+			q = "?profile=" + url.QueryEscape(c.profile)
+		}
+		return c.do(ctx, "GET", "/admin/state"+q, nil, c.printState)
+	case "force-open":
+		return c.do(ctx, "POST", "/admin/profiles/"+url.PathEscape(name)+"/force-open", map[string]string{"reason": c.reason}, c.printForced)
+	case "clear":
+		return c.do(ctx, "DELETE", "/admin/profiles/"+url.PathEscape(name)+"/force-open", nil, c.printForced)
+	default:
+		return c.do(ctx, "POST", "/admin/reload", nil, c.printReload)
+	}
+}
+
+// do sends one request and prints the answer: raw with --json, else through print, which
+// returns the exit code.
+func (c adminCmd) do(ctx context.Context, method, path string, body any, print func([]byte) int) int {
+	base := c.addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(base, "/")+path, rd)
+	if err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: --admin %s: %v\n", c.addr, err)
+		return exitConfig
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := c.e.getenv(c.tokenEnv); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's admin plane at %s cannot be reached: %v\n", c.addr, err)
+		return exitConfig
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: reading the answer: %v\n", err)
+		return exitTool
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb struct {
+			Error, Field string
+		}
+		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
+			if eb.Field != "" {
+				eb.Error = eb.Field + ": " + eb.Error
+			}
+			fmt.Fprintf(c.e.stderr, "plimsoll-run admin: %s %s: %d %s\n", method, path, resp.StatusCode, eb.Error)
+		} else {
+			fmt.Fprintf(c.e.stderr, "plimsoll-run admin: %s %s: %s\n", method, path, resp.Status)
+		}
+		if c.json {
+			c.e.stdout.Write(b)
+		}
+		return exitTool
+	}
+	if c.json {
+		c.e.stdout.Write(b)
+		code := exitOK
+		var r struct{ Refused bool }
+		if json.Unmarshal(b, &r) == nil && r.Refused {
+			code = exitTool
+		}
+		return code
+	}
+	return print(b)
+}
+
+func (c adminCmd) printState(b []byte) int {
+	var st server.AdminState
+	if err := json.Unmarshal(b, &st); err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+		return exitTool
+	}
+	w := c.e.stdout
+	if len(st.Profiles) == 0 {
+		fmt.Fprintln(w, "no profiles")
+	}
+	for i, p := range st.Profiles {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		switch {
+		case p.Served:
+			fmt.Fprintf(w, "%s  version %d, loaded %s\n", p.Name, p.Version, clock(p.LoadedAt))
+		default:
+			fmt.Fprintf(w, "%s  not served\n", p.Name)
+		}
+		if p.Error != "" {
+			fmt.Fprintf(w, "  last reload refused at %s: %s\n", clock(p.FailedAt), p.Error)
+		}
+		if f := p.ForcedOpen; f != nil {
+			fmt.Fprintf(w, "  FORCED OPEN since %s (%s ago): %s\n", clock(f.Since), st.At.Sub(f.Since).Round(time.Second), f.Reason)
+		}
+		fmt.Fprintf(w, "  runs: %d live; since start %s\n", p.LiveRuns, statuses(p.Runs))
+		fmt.Fprintf(w, "  breaker windows open: %d (429: %d)\n", p.BreakerWindowsOpen, p.BreakerWindows429)
+		if len(p.Live) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RUN\tCLIENT\tTOOL\tELAPSED\tCALLS\tFWD\tSHED\tDENIED\tOVER\tINVALID\tFAILED\tIN FLIGHT\tBREAKER")
+		for _, r := range p.Live {
+			br := r.Breaker
+			if !r.BreakerUntil.IsZero() {
+				br += " until " + clock(r.BreakerUntil)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.RunID, r.Client, r.Tool,
+				(time.Duration(r.ElapsedMs) * time.Millisecond).String(), r.HostCalls, r.Forwarded, r.Shed,
+				r.Denied, r.OverBudget, r.Invalid, r.Failed, r.CallsInFlight, br)
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+func statuses(m map[string]int) string {
+	var parts []string
+	for _, s := range []string{"ok", "error", "timeout", "limit"} {
+		parts = append(parts, fmt.Sprintf("%s %d", s, m[s]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func (c adminCmd) printForced(b []byte) int {
+	var a server.ForceOpenAnswer
+	if err := json.Unmarshal(b, &a); err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+		return exitTool
+	}
+	w := c.e.stdout
+	switch {
+	case a.ForcedOpen != nil:
+		fmt.Fprintf(w, "%s forced open since %s: %s\n", a.Profile, clock(a.ForcedOpen.Since), a.ForcedOpen.Reason)
+		fmt.Fprintf(w, "every call of its %d live run(s) and of new runs is shed until `plimsoll-run admin clear %s`\n", a.LiveRuns, a.Profile)
+	case a.Was != nil:
+		fmt.Fprintf(w, "%s cleared (was forced open since %s: %s); calls go to the breaker again\n", a.Profile, clock(a.Was.Since), a.Was.Reason)
+	default:
+		fmt.Fprintf(w, "%s was not forced open\n", a.Profile)
+	}
+	fmt.Fprintf(w, "note: %s\n", a.Note)
+	return exitOK
+}
+
+func (c adminCmd) printReload(b []byte) int {
+	var a server.ReloadAnswer
+	if err := json.Unmarshal(b, &a); err != nil {
+		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+		return exitTool
+	}
+	w := c.e.stdout
+	p := a.Profiles
+	for _, ch := range p.Added {
+		fmt.Fprintf(w, "profile %s added (%s), version %d\n", ch.Name, ch.File, ch.Version)
+	}
+	for _, ch := range p.Changed {
+		fmt.Fprintf(w, "profile %s changed (%s), now version %d\n", ch.Name, ch.File, ch.Version)
+	}
+	for _, ch := range p.Removed {
+		fmt.Fprintf(w, "profile %s removed (%s): no longer served\n", ch.Name, ch.File)
+	}
+	for _, r := range p.Refused {
+		serving := "nothing served"
+		if r.ServingVersion > 0 {
+			serving = fmt.Sprintf("version %d still served", r.ServingVersion)
+		}
+		fmt.Fprintf(w, "profile %s REFUSED (%s): %s; %s\n", r.Name, r.File, r.Error, serving)
+	}
+	fmt.Fprintf(w, "%d profile file(s) unchanged\n", len(p.Unchanged))
+	cl := a.Clients
+	switch {
+	case cl.Open:
+		fmt.Fprintln(w, "clients: none (open mode), nothing to reload")
+	case cl.Refused != nil:
+		fmt.Fprintf(w, "clients REFUSED: %s; the clients before it stay\n", cl.Refused.Error())
+	default:
+		fmt.Fprintf(w, "clients: added %s; changed %s; removed %s\n", list(cl.Added), list(cl.Changed), list(cl.Removed))
+	}
+	if a.Refused {
+		return exitTool
+	}
+	return exitOK
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
