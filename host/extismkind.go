@@ -314,7 +314,7 @@ func plimsollCall(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) 
 
 var errExtismAlloc = errors.New("plimsoll_call: no room for the response envelope in the plugin's memory")
 
-func (k *extismKind) pooled(uint64) *instance { return nil }
+func (k *extismKind) pooled(*guest, uint64) *instance { return nil }
 
 func (k *extismKind) ended(*runState, int32, error) (error, bool) { return nil, false }
 

@@ -41,6 +41,8 @@ type jsKind struct {
 	snap  *snapshot              // the engine's, once compiled; guarded by guest's once
 	dir   string                 // where the decompressed engine is kept; "" for nowhere
 	pool  *pool                  // nil when Options.PoolSize is 0
+
+	preloads preloads // the engine with a profile's preamble evaluated (preload.go)
 }
 
 func newJSKind(ctx context.Context, rt *Runtime) (*jsKind, error) {
@@ -112,6 +114,15 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 	if err != nil {
 		return nil, nil, setupError("read the preamble", err)
 	}
+	g, err := k.guest()
+	if err != nil {
+		return nil, nil, err
+	}
+	if preamble != "" {
+		if pg, perr := k.withPreamble(g, preamble); perr == nil {
+			g, preamble = pg, "" // evaluated in pg's snapshot already
+		}
+	}
 	deadline, _ := ctx.Deadline()
 	if !engineDeadline {
 		deadline = time.Time{}
@@ -120,13 +131,12 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
-	g, err := k.guest()
-	return g, stdin, err
+	return g, stdin, nil
 }
 
-func (k *jsKind) pooled(memLimit uint64) *instance {
-	if k.pool == nil {
-		return nil
+func (k *jsKind) pooled(g *guest, memLimit uint64) *instance {
+	if base, err := k.guest(); k.pool == nil || err != nil || g != base {
+		return nil // pooled instances start from the engine's own snapshot, without a preamble
 	}
 	return k.pool.take(memLimit)
 }
@@ -179,7 +189,16 @@ func (k *jsKind) stop(ctx context.Context) {
 	}
 }
 
-func (k *jsKind) release() { k.snap.close() }
+func (k *jsKind) release() {
+	k.snap.close()
+	k.preloads.mu.Lock()
+	defer k.preloads.mu.Unlock()
+	for _, e := range k.preloads.entries {
+		if e.g != nil {
+			e.g.snap.close()
+		}
+	}
+}
 
 // guestLimit reports a limit the JS engine enforced, from the line it logs last:
 // "plimsoll: limit: call stack depth 1500 exceeded".

@@ -24,7 +24,7 @@ type guestKind interface {
 	// deadline. The caller calls guest.release, if set, when the run is done.
 	load(ctx context.Context, tool Tool, p *profiles.Profile, limits profiles.Limits, input []byte) (*guest, []byte, error)
 	// pooled returns a ready instance of g that fits under memLimit, or nil.
-	pooled(memLimit uint64) *instance
+	pooled(g *guest, memLimit uint64) *instance
 	// ended says how a run ended when the kind knows better than the host's general rules
 	// (outcome.go), such as a limit the guest enforced itself; ok false leaves it to them.
 	ended(st *runState, ret int32, callErr error) (err error, ok bool)

@@ -166,7 +166,7 @@ func (rt *Runtime) call(st *runState, stdin []byte) (int32, error) {
 	}
 	memLimit := uint64(st.limits.Memory)
 	callCtx := hostfuncs.WithSession(st.ctx, st.session)
-	inst := st.kind.pooled(memLimit)
+	inst := st.kind.pooled(st.guest, memLimit)
 	fresh := inst == nil
 	if fresh {
 		var err error

@@ -92,7 +92,7 @@ func (k *wasmKind) compile(bin []byte, shape moduleShape) (*guest, error) {
 	return k.rt.compile(context.Background(), boundTables(bin, shape))
 }
 
-func (k *wasmKind) pooled(uint64) *instance { return nil }
+func (k *wasmKind) pooled(*guest, uint64) *instance { return nil }
 
 func (k *wasmKind) ended(*runState, int32, error) (error, bool) { return nil, false }
 

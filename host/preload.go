@@ -1,0 +1,147 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// A profile's API preamble (specgen's generated client: 630 KB for GitHub's API) was evaluated at
+// the start of every run of that profile, ~28 ms on the engine. The engine evaluates it once
+// instead, in a template restored from the engine's snapshot and never used for a run
+// (plimsoll_preload), and that state is snapshotted in turn: runs of any profile with the same
+// preamble start from it and skip the evaluation. What the template shares with runs is what the
+// generic preamble's snapshot does: state built from operator-supplied code before any tool ran.
+
+// preloadExport is the engine's export that evaluates a preamble outside any run.
+const preloadExport = "plimsoll_preload"
+
+// preloadTimeout bounds one preamble's evaluation in the template: it is the operator's code,
+// but a loop in it must not hold the runs that wait for it.
+const preloadTimeout = 10 * time.Second
+
+// maxPreloaded is how many preloaded snapshots are kept, least recently used first out.
+const maxPreloaded = 8
+
+// preloads keeps the engine's snapshots with a preamble evaluated, by the preamble's hash.
+type preloads struct {
+	mu      sync.Mutex
+	entries map[[32]byte]*preloaded
+	order   [][32]byte // least recently used first
+}
+
+type preloaded struct {
+	once sync.Once
+	g    *guest
+	err  error
+}
+
+// withPreamble returns the engine's guest with preamble already evaluated, making it on first
+// use. An error means the preamble failed to evaluate there: the run then evaluates it itself and
+// reports that failure as it always has.
+func (k *jsKind) withPreamble(base *guest, preamble string) (*guest, error) {
+	key := sha256.Sum256([]byte(preamble))
+	p := &k.preloads
+	p.mu.Lock()
+	if p.entries == nil {
+		p.entries = map[[32]byte]*preloaded{}
+	}
+	e, ok := p.entries[key]
+	if !ok {
+		e = &preloaded{}
+		p.entries[key] = e
+	}
+	p.touch(key)
+	p.mu.Unlock()
+	e.once.Do(func() { e.g, e.err = k.preload(base, preamble) })
+	return e.g, e.err
+}
+
+func (p *preloads) touch(key [32]byte) {
+	for i, k := range p.order {
+		if k == key {
+			p.order = append(p.order[:i], p.order[i+1:]...)
+			break
+		}
+	}
+	p.order = append(p.order, key)
+	for len(p.order) > maxPreloaded {
+		old := p.entries[p.order[0]]
+		delete(p.entries, p.order[0])
+		p.order = p.order[1:]
+		old.once.Do(func() {}) // a preload still running keeps its own result
+		if old.g != nil {
+			old.g.snap.close() // instances mapping it keep their mapping
+		}
+	}
+}
+
+// preload evaluates preamble in a template instance restored from base's snapshot and takes a
+// snapshot of the result.
+func (k *jsKind) preload(base *guest, preamble string) (*guest, error) {
+	if base.snap == nil {
+		return nil, errors.New("the engine has no snapshot to start from")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), preloadTimeout)
+	defer cancel()
+	inst, err := k.rt.newInstance(ctx, base, profiles.MaxMemory)
+	if err != nil {
+		return nil, err
+	}
+	defer inst.close(context.Background())
+	fn := inst.mod.ExportedFunction(preloadExport)
+	if fn == nil {
+		return nil, errors.New("the engine does not export " + preloadExport)
+	}
+	deadline, _ := ctx.Deadline()
+	stdin, err := jsStdin(Tool{}, nil, preamble, deadline)
+	if err != nil {
+		return nil, err
+	}
+	var log bytes.Buffer
+	inst.port.stdin, inst.port.stderr, inst.port.ctx = bytes.NewReader(stdin), &log, ctx
+	res, err := fn.Call(ctx)
+	if err == nil && int32(res[0]) != 0 {
+		err = fmt.Errorf("the preamble failed: %s", logReason(log.Bytes(), false))
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapshotOf(inst.mod, base.snap.globals)
+	if err != nil {
+		return nil, err
+	}
+	g := *base
+	g.snap = snap
+	return &g, nil
+}
+
+// snapshotOf keeps a live instance's memory and the values of the given mutable globals.
+func snapshotOf(mod api.Module, globals []global) (*snapshot, error) {
+	mem := mod.Memory()
+	if mem == nil {
+		return nil, errors.New("the module has no memory")
+	}
+	data, _ := mem.Read(0, mem.Size())
+	s := &snapshot{size: uint64(len(data))}
+	for _, g := range globals {
+		mg, ok := mod.ExportedGlobal(g.name).(api.MutableGlobal)
+		if !ok {
+			return nil, errors.New("host: reading the JS engine's globals failed")
+		}
+		s.globals = append(s.globals, global{name: g.name, value: mg.Get()})
+	}
+	var err error
+	if s.file, err = newImage(data); err != nil {
+		s.image = bytes.Clone(data)
+	}
+	return s, nil
+}
