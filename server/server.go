@@ -15,6 +15,7 @@ import (
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
 	"github.com/plimsoll/plimsoll/server/admission"
+	"github.com/plimsoll/plimsoll/server/mcpserver"
 )
 
 // Server is a running daemon; Run builds and serves one.
@@ -29,6 +30,7 @@ type Server struct {
 	journal *journal // nil without an audit file
 	metrics *metrics
 	recent  *ring
+	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -247,6 +249,7 @@ func (s *Server) drain(servers ...*http.Server) error {
 		<-done
 	}
 	s.cancel()
+	s.closeMCP() // an MCP session's open stream would otherwise hold Shutdown to its deadline
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {

@@ -40,6 +40,9 @@ Usage:
   plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm] [--scenarios DIR] [--json]
   plimsoll-run serve [--listen ADDR] [--admin ADDR] [--profiles DIR] [--clients FILE]
                      [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
+                     (also serves MCP over streamable HTTP at /mcp)
+  plimsoll-run mcp --profile NAME [--profile NAME ...] [--profiles DIR] [--audit FILE]
+                   serves MCP on stdio: one tool, run_NAME, per profile
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -72,6 +75,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdConformance(ctx, args[1:], e)
 	case "serve":
 		return cmdServe(ctx, args[1:], e)
+	case "mcp":
+		return cmdMCP(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)
