@@ -125,14 +125,14 @@ var (
 		Required: []string{"code"},
 		Properties: map[string]*jsonschema.Schema{
 			"code":  {Type: "string"},
-			"input": {},
+			"input": {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
 		},
 	}
 	outputSchema = &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"output", "status", "run_id", "calls", "log"},
 		Properties: map[string]*jsonschema.Schema{
-			"output": {},
+			"output": {Description: "any JSON"},
 			"status": {Type: "string"},
 			"run_id": {Type: "string"},
 			"calls": {Type: "object", Properties: map[string]*jsonschema.Schema{

@@ -30,7 +30,12 @@ func (s *Server) result(res host.Result) (*mcp.CallToolResult, *Result, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %s %s: %s\n", a.RunID, a.Status, a.Error)
-	if l := tail(strings.TrimRight(string(res.Log), "\n"), s.opts.MaxLog/2); l != "" {
+	log := strings.TrimRight(string(res.Log), "\n")
+	// A thrown error's reason is the log's last lines (host.ToolError): say it once.
+	if reason := strings.TrimPrefix(a.Error, "tool failed: "); reason != "" {
+		log = strings.TrimRight(strings.TrimSuffix(log, reason), "\n")
+	}
+	if l := tail(log, s.opts.MaxLog/2); l != "" {
 		b.WriteString("log tail:\n" + l + "\n")
 	}
 	if len(bytes.TrimSpace(res.Output)) > 0 {
