@@ -20,19 +20,21 @@ const ToolPrefix = "run_"
 const maxToolName = 128
 
 // ToolName is the tool serving profile: "run_" and the name, every character outside
-// [A-Za-z0-9_-] written as '_', cut to 128 bytes.
+// [A-Za-z0-9_-] written as '_', cut to 128 characters.
 func ToolName(profile string) string {
-	b := []byte(ToolPrefix + profile)
-	for i := len(ToolPrefix); i < len(b); i++ {
-		c := b[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			b[i] = '_'
+	var b strings.Builder
+	b.WriteString(ToolPrefix)
+	for _, r := range profile {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= maxToolName {
+			break
 		}
 	}
-	if len(b) > maxToolName {
-		b = b[:maxToolName]
-	}
-	return string(b)
+	return b.String()
 }
 
 // Convention is the first line of every tool description: how the code is run, in as few tokens
