@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -106,10 +107,13 @@ func New(opts Options) *Server {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			opts.Version = bi.Main.Version
+		}
 	}
 	s := &Server{opts: opts, served: map[string]*profiles.Profile{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "plimsoll", Version: opts.Version}, &mcp.ServerOptions{
-		Logger:       opts.Logger,
+		Logger:       slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}), // not a line per session
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	s.srv.AddReceivingMiddleware(s.gate)
@@ -297,3 +301,19 @@ func inputJSON(in json.RawMessage) []byte {
 	}
 	return in
 }
+
+// atLeast drops records below a level: the SDK logs every session at Info.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler { return atLeast{h.Handler.WithGroup(name), h.min} }
