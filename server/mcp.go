@@ -25,7 +25,10 @@ const MCPSessionTimeout = 30 * time.Minute
 func (s *Server) mcpHandler() http.Handler {
 	s.mcp = mcpserver.New(mcpserver.Options{Backend: mcpBackend{s}, Caller: s.mcpCaller, Logger: s.log})
 	h := s.mcp.HTTPHandler(&mcp.StreamableHTTPOptions{Logger: s.log, SessionTimeout: MCPSessionTimeout,
-		MaxRequestBodyBytes: s.cfg.MaxBodyBytes})
+		MaxRequestBodyBytes: s.cfg.MaxBodyBytes,
+		// DNS rebinding reaches an open (tokenless, loopback) daemon from a browser; with tokens
+		// the page has none, and a reverse proxy on loopback must be able to pass its own Host.
+		DisableLocalhostProtection: s.clients != nil})
 	if s.clients != nil {
 		// The SDK's own middleware carries the client into the session (its UserID stops another
 		// client's token from using the session); the token was checked just before.
