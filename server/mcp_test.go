@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -273,4 +275,25 @@ func TestMCPHTTPGoesThroughAdmission(t *testing.T) {
 	r := <-held
 	require.NotNil(t, r)
 	assert.False(t, r.IsError, text(r))
+}
+
+func TestMCPHTTPToolsFollowTheProfileDirectory(t *testing.T) {
+	up := newUpstream(t)
+	d := start(t, up)
+	b, _ := connectMCP(t, d, tokenB, "agent-b-mcp")
+	assert.ElementsMatch(t, []string{"run_inventory", "run_petstore"}, keys(toolNames(t, b)))
+
+	writeProfile(t, d.dir, "orders.v2", up.URL, "")
+	eventually(t, func() bool { _, ok := toolNames(t, b)["run_orders_v2"]; return ok }, "the new profile's tool")
+	res, out := callTool(t, b, "run_orders_v2", `return (await api.get("/pets/9")).json();`, nil)
+	require.False(t, res.IsError, text(res))
+	assert.JSONEq(t, `{"path":"/api/pets/9"}`, string(out.Output))
+
+	require.NoError(t, os.Remove(filepath.Join(d.dir, "orders.v2.yaml")))
+	eventually(t, func() bool { _, ok := toolNames(t, b)["run_orders_v2"]; return !ok }, "the removed profile's tool gone")
+
+	// A drain with a session still open ends it and returns cleanly.
+	require.NoError(t, d.shutdown())
+	_, err := b.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_petstore", Arguments: map[string]any{"code": "return 1"}})
+	require.Error(t, err)
 }
