@@ -35,6 +35,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/runs/{id}", s.handleGetRun)
 	mux.HandleFunc("GET /v1/profiles", s.handleProfiles)
 	mux.HandleFunc("GET /v1/profiles/{name}", s.handleProfile)
+	mux.Handle("/mcp", s.mcpHandler()) // streamable HTTP MCP, same bearer tokens (server/mcp.go)
 	s.probes(mux)
 	return s.counted(mux)
 }
@@ -263,7 +264,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 
 // finish writes the audit line (synced) and records the run; the answer may go out after it.
 func (s *Server) finish(c *Client, res host.Result, took time.Duration) runAnswer {
-	rec := auditRecord{Audit: res.Audit, Client: c.Name}
+	return s.finishRecord(auditRecord{Audit: res.Audit, Client: c.Name}, res, took)
+}
+
+// finishRecord is finish with the audit record given (an MCP run's names its MCP client too).
+func (s *Server) finishRecord(rec auditRecord, res host.Result, took time.Duration) runAnswer {
 	if err := s.audit.Append(rec.line()); err != nil {
 		// The line must not be lost: it goes to the log, which a shipper also keeps.
 		s.log.Error("audit file write failed; audit line follows", "error", err.Error(), "audit", string(rec.line()))
@@ -277,7 +282,7 @@ func (s *Server) finish(c *Client, res host.Result, took time.Duration) runAnswe
 	if a.Trace == nil {
 		a.Trace = []broker.TraceEntry{}
 	}
-	s.recent.put(a.RunID, c.Name, a)
+	s.recent.put(a.RunID, rec.Client, a)
 	return a
 }
 

@@ -21,7 +21,8 @@ const StatusInterrupted broker.Status = "interrupted"
 // auditRecord is one daemon audit line: the run's audit line plus the client that asked for it.
 type auditRecord struct {
 	broker.Audit
-	Client string `json:"client"`
+	Client    string `json:"client"`
+	MCPClient string `json:"mcp_client,omitempty"` // the MCP client's own name, for a run over /mcp
 }
 
 func (a auditRecord) line() []byte {

@@ -15,6 +15,7 @@ import (
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
 	"github.com/plimsoll/plimsoll/server/admission"
+	"github.com/plimsoll/plimsoll/server/mcpserver"
 )
 
 // Server is a running daemon; Run builds and serves one.
@@ -30,6 +31,7 @@ type Server struct {
 	metrics *metrics
 	recent  *ring
 	plane   *controlPlane // live runs, forced-open flags, the admin token (admin.go, state.go)
+	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -254,6 +256,7 @@ func (s *Server) drain(servers ...*http.Server) error {
 		<-done
 	}
 	s.cancel()
+	s.closeMCP() // an MCP session's open stream would otherwise hold Shutdown to its deadline
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, srv := range servers {

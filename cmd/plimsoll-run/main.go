@@ -41,6 +41,9 @@ Usage:
   plimsoll-run serve [--listen ADDR] [--admin ADDR] [--profiles DIR] [--clients FILE]
                      [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
   plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--admin ADDR] [--json]
+                     (also serves MCP over streamable HTTP at /mcp)
+  plimsoll-run mcp --profile NAME [--profile NAME ...] [--profiles DIR] [--audit FILE]
+                   serves MCP on stdio: one tool, run_NAME, per profile
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -75,6 +78,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdServe(ctx, args[1:], e)
 	case "admin":
 		return cmdAdmin(ctx, args[1:], e)
+	case "mcp":
+		return cmdMCP(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)

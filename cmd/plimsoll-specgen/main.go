@@ -34,7 +34,8 @@ Reads one OpenAPI 3.0 or 3.1 document (YAML or JSON) and writes, from it alone:
                x-plimsoll-health-check: true (a path named /status is not enough)
   profile      a grant profile skeleton (YAML)
   all          all of the above into DIR: NAME.routes, NAME.preamble.js, NAME.description.txt,
-               NAME.health (when tagged) and NAME.yaml, which names the preamble (default)
+               NAME.health (when tagged) and NAME.yaml, which names the preamble and the
+               description (the MCP tool's text for this API) (default)
 
 One kind goes to stdout, or with -o DIR into DIR/NAME.<kind>; -emit all writes into -o DIR
 (default: the current directory). NAME comes from info.title unless -name is given.

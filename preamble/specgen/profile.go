@@ -337,11 +337,14 @@ func EnvName(name string) string {
 type ProfileOptions struct {
 	Name     string // base name; sets env NAME_TOKEN. Default: Spec.Name()
 	Preamble string // the generated preamble's file, relative to the profile file; "" for none
+	// Description is the tool description's file, relative to the profile file; "" for none.
+	// MCP tools (plimsoll-run mcp, /mcp) use its text as the profile's API.
+	Description string
 }
 
 // Profile writes a complete grant profile in YAML, in the format of ARCHITECTURE.md "Grant
-// profiles": base_url, credential, routes, health_check (when tagged), preamble (when named) and
-// a budget of 100 calls. Choices the document could not settle are explained in comments. A
+// profiles": base_url, credential, routes, health_check (when tagged), preamble and description
+// (when named) and a budget of 100 calls. Choices the document could not settle are explained in comments. A
 // misused health tag gives its *HealthTagError.
 func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	health, tagged, err := s.Health()
@@ -389,6 +392,9 @@ func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	}
 	if opts.Preamble != "" {
 		b.WriteString("preamble: " + yamlScalar(opts.Preamble) + "\n")
+	}
+	if opts.Description != "" {
+		b.WriteString("description: " + yamlScalar(opts.Description) + " # the MCP tool's description of this API\n")
 	}
 	fmt.Fprintf(&b, "budget:\n  calls: %d\n", profiles.DefaultBudgetCalls)
 	return []byte(b.String()), nil

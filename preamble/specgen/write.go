@@ -31,7 +31,8 @@ func FilesFor(name string) Files {
 
 // WriteAll writes every output for the spec into dir (created if missing): routes, preamble,
 // description, health (when tagged; a stale NAME.health from an earlier run is removed when not)
-// and a profile NAME.yaml whose preamble field names NAME.preamble.js. name "" means
+// and a profile NAME.yaml whose preamble field names NAME.preamble.js and whose description field
+// names NAME.description.txt. name "" means
 // spec.Name(). A misused health tag fails before anything is written.
 func WriteAll(spec *Spec, dir, name string) error {
 	if name == "" {
@@ -45,7 +46,7 @@ func WriteAll(spec *Spec, dir, name string) error {
 		return err
 	}
 	f := FilesFor(name)
-	profile, err := spec.Profile(ProfileOptions{Name: name, Preamble: f.Preamble})
+	profile, err := spec.Profile(ProfileOptions{Name: name, Preamble: f.Preamble, Description: f.Description})
 	if err != nil {
 		return err
 	}

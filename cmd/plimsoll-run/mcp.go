@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/profiles"
+	"github.com/plimsoll/plimsoll/server/mcpserver"
+)
+
+const mcpSynopsis = "plimsoll-run mcp --profiles DIR --profile NAME [--profile NAME ...] [--audit FILE]"
+
+// names is a repeatable string flag.
+type names []string
+
+func (n *names) String() string { return strings.Join(*n, ",") }
+func (n *names) Set(v string) error {
+	if v == "" {
+		return errors.New("must not be empty")
+	}
+	*n = append(*n, v)
+	return nil
+}
+
+// cmdMCP serves the chosen profiles as MCP tools on stdio until the client closes stdin or
+// SIGTERM/SIGINT (ctx). stdout is the protocol only; logs and, without --audit, audit lines go
+// to stderr.
+func cmdMCP(ctx context.Context, args []string, e env) int {
+	var served names
+	fs := newFlags("mcp", mcpSynopsis, e)
+	dir := fs.String("profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
+	fs.Var(&served, "profile", "serve grant profile `NAME` as the tool run_NAME (repeat for more; at least one)")
+	auditPath := fs.String("audit", "", "append every tool call's audit line to `FILE`, synced (default stderr)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 || len(served) == 0 {
+		fmt.Fprintln(e.stderr, "plimsoll-run mcp: need at least one --profile NAME and no arguments")
+		fs.Usage()
+		return exitConfig
+	}
+	stderr := &lockedWriter{w: e.stderr} // the logger and the audit lines share it
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	var list []*profiles.Profile
+	seen := map[string]bool{}
+	for _, name := range served {
+		if seen[mcpserver.ToolName(name)] {
+			fmt.Fprintf(e.stderr, "plimsoll-run mcp: --profile %s is given twice (or shares its tool name %s)\n", name, mcpserver.ToolName(name))
+			return exitConfig
+		}
+		seen[mcpserver.ToolName(name)] = true
+		p, err := profiles.Load(profilesDir(*dir, e), name)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run mcp: %v\n", err)
+			return exitConfig
+		}
+		if _, err := mcpserver.APIText(p); err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run mcp: profile %s: %v\n", name, err)
+			return exitConfig
+		}
+		list = append(list, p)
+	}
+	audit, err := openAuditSink(*auditPath, stderr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "plimsoll-run mcp: --audit: %v\n", err)
+		return exitConfig
+	}
+	defer audit.close()
+
+	rt, err := host.New(ctx, host.Options{Getenv: e.getenv})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "plimsoll-run mcp: %v\n", err)
+		return exitTool
+	}
+	defer rt.Close(context.Background())
+	backend := &mcpserver.Local{Runtime: rt, Served: list, Audit: audit.write}
+	srv := mcpserver.New(mcpserver.Options{Backend: backend, Logger: log})
+
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if e.stdin != io.Reader(os.Stdin) || e.stdout != io.Writer(os.Stdout) {
+		t = &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
+	}
+	tools := make([]string, len(list))
+	for i, p := range list {
+		tools[i] = mcpserver.ToolName(p.Name)
+	}
+	log.Info("serving MCP on stdio", "tools", tools)
+	err = srv.Serve(ctx, t)
+	backend.Wait() // runs still in flight when the client left are audited before exit
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		log.Error("MCP session ended", "error", err.Error())
+		return exitTool
+	}
+	return exitOK
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// lockedWriter serialises whole writes from the logger and the audit sink.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// auditSink appends audit lines to a file, synced per line, or to stderr without one. A line
+// the file refuses goes to stderr, with the reason: it is never lost.
+type auditSink struct {
+	mu     sync.Mutex
+	f      *os.File
+	stderr io.Writer
+}
+
+func openAuditSink(path string, stderr io.Writer) (*auditSink, error) {
+	a := &auditSink{stderr: stderr}
+	if path == "" {
+		return a, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	a.f = f
+	return a, nil
+}
+
+func (a *auditSink) write(line []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		a.stderr.Write(line)
+		return
+	}
+	_, err := a.f.Write(line)
+	if err == nil {
+		err = a.f.Sync()
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "plimsoll-run mcp: audit file: %v; audit line follows\n", err)
+		a.stderr.Write(line)
+	}
+}
+
+func (a *auditSink) close() {
+	if a.f != nil {
+		a.f.Close()
+	}
+}
