@@ -30,7 +30,7 @@ type Server struct {
 	journal *journal // nil without an audit file
 	metrics *metrics
 	recent  *ring
-	plane   *controlPlane // live runs, forced-open flags, the admin token (admin.go, state.go)
+	plane   *controlPlane     // live runs, forced-open flags, the admin token (admin.go, state.go)
 	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 
 	ready    atomic.Bool
