@@ -21,9 +21,23 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-// The Go example runs as a wasip1 command on the Go preamble: it lists and fetches items, and
-// rides out an overloaded item by waiting out the broker's shed answer.
-func TestGoInventory(t *testing.T) {
+// The inventory example in Go runs as a wasip1 command on the Go preamble, and as an Extism
+// plugin on preamble/extism-go (recognised by its imports, calling through plimsoll_call): each
+// lists and fetches items and rides out an overloaded item by waiting out the broker's shed
+// answer, with the same trace.
+func TestGoInventoryExamples(t *testing.T) {
+	for _, c := range []struct {
+		tool host.Tool
+		log  string // a line the example's log must hold
+	}{
+		{host.WasmTool("go-inventory.wasm", examples.GoInventory()), ""},
+		{host.WasmTool("extism-inventory.wasm", examples.ExtismInventory()), "info: 3 items, 60 in stock"},
+	} {
+		t.Run(c.tool.Name, func(t *testing.T) { runInventory(t, c.tool, c.log) })
+	}
+}
+
+func runInventory(t *testing.T, tool host.Tool, logLine string) {
 	var mu sync.Mutex
 	var seen []string
 	overloaded := true
@@ -66,8 +80,9 @@ func TestGoInventory(t *testing.T) {
 	require.NoError(t, err)
 	defer rt.Close(context.Background())
 
-	res := rt.Run(context.Background(), host.WasmTool("go-inventory.wasm", examples.GoInventory()), p, []byte(`{"limit":3}`))
+	res := rt.Run(context.Background(), tool, p, []byte(`{"limit":3}`))
 	require.NoError(t, res.Err, "log:\n%s", res.Log)
+	assert.Contains(t, string(res.Log), logLine)
 	var out map[string]int
 	require.NoError(t, json.Unmarshal(res.Output, &out), "%s", res.Output)
 	assert.Equal(t, map[string]int{"items": 3, "stock": 60}, out)
