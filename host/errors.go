@@ -124,6 +124,8 @@ func contextError(ctx context.Context) error {
 	switch {
 	case errors.As(cause, &limit), errors.As(cause, &timeout):
 		return cause
+	case errors.Is(cause, ErrClosed):
+		return ErrClosed // Close ended the run
 	case errors.Is(cause, context.DeadlineExceeded):
 		return &TimeoutError{}
 	default:

@@ -130,6 +130,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 	// writer; its cause says which.
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	defer context.AfterFunc(rt.closing, func() { stop(ErrClosed) })() // Close ends sleeps and calls too
 	runCtx, cancel := context.WithTimeoutCause(runCtx, st.limits.RunTimeout,
 		&TimeoutError{Limit: "limits.run_timeout", After: st.limits.RunTimeout})
 	defer cancel()

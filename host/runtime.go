@@ -65,9 +65,11 @@ type Runtime struct {
 	executing atomic.Int64  // runs inside execute
 	idle      chan struct{} // a token when executing drops to 0
 
-	mu      sync.Mutex // guards closed against running.Add
-	closed  atomic.Bool
-	running sync.WaitGroup
+	mu        sync.Mutex // guards closed against running.Add
+	closed    atomic.Bool
+	closing   context.Context // done once Close starts: it ends every run's context
+	closeRuns context.CancelFunc
+	running   sync.WaitGroup
 }
 
 // guest is a compiled module and how to run it.
@@ -93,6 +95,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	rt := &Runtime{cache: cache, dir: dir, opts: opts, getenv: getenv, idle: make(chan struct{}, 1)}
+	rt.closing, rt.closeRuns = context.WithCancel(context.Background())
 	n := opts.MaxConcurrent
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
@@ -173,21 +176,29 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if already {
 		return nil
 	}
+	rt.closeRuns()
 	for _, k := range rt.kinds {
 		k.stop(ctx)
 	}
-	// Closing closes every instance: wasm tools stop at their next check, the JS engine at its
-	// next clock check (its clock jumps once rt.closed is set).
-	var err error
-	for _, r := range rt.engines {
-		err = errors.Join(err, r.Close(ctx))
-	}
+	// Closing wasm tools' runtime closes its instances: they stop at their next check. The JS
+	// engine stops itself at its next clock check (its clock jumps once rt.closed is set), and its
+	// runtime is closed only once its runs have returned, so nothing is freed under a guest that
+	// is still running.
+	err := rt.r.Close(ctx)
 	done := make(chan struct{})
 	go func() { rt.running.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return errors.Join(err, fmt.Errorf("host: runs still executing: %w", ctx.Err()))
+		err = errors.Join(err, fmt.Errorf("host: runs still executing: %w", ctx.Err()))
+	}
+	for _, r := range rt.engines {
+		if r != rt.r {
+			err = errors.Join(err, r.Close(ctx))
+		}
+	}
+	if ctx.Err() != nil {
+		return err
 	}
 	for _, k := range rt.kinds {
 		k.release()

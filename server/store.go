@@ -33,6 +33,7 @@ type ProfileFile struct {
 	FailedAt time.Time `json:"failed_at,omitzero"`
 	profile  *profiles.Profile
 	digest   [32]byte // sha256 of the content the served version was loaded from
+	refused  [32]byte // sha256 of the content last refused, so a rescan does not refuse it again
 }
 
 // Store holds the profiles the daemon serves, reloaded file by file, all or nothing.
@@ -129,6 +130,7 @@ func (s *Store) reload(path string) {
 		err = s.conflictLocked(path, p.Name)
 	}
 	if err != nil {
+		f.refused = sha256.Sum256(raw)
 		s.refuseLocked(f, err)
 		return
 	}
@@ -172,7 +174,11 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// Watch reloads changed files until ctx ends.
+// Watch reloads changed files until ctx ends. An event is acted on once the file has been quiet
+// for settleDelay, so a reload never reads a file half written (a truncate and a write arrive as
+// separate events); and every rescanEvery the directory is read again, so a missed event (a
+// directory swapped through a symlink, an event dropped under load) is caught. Unchanged files
+// are left alone either way.
 func (s *Store) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -184,6 +190,11 @@ func (s *Store) Watch(ctx context.Context) error {
 	}
 	go func() {
 		defer w.Close()
+		dirty := map[string]bool{}
+		settle := time.NewTimer(time.Hour)
+		settle.Stop()
+		rescan := time.NewTicker(rescanEvery)
+		defer rescan.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -193,8 +204,16 @@ func (s *Store) Watch(ctx context.Context) error {
 					return
 				}
 				if supported(ev.Name) {
-					s.reload(ev.Name)
+					dirty[ev.Name] = true
+					settle.Reset(settleDelay)
 				}
+			case <-settle.C:
+				for path := range dirty {
+					s.reloadIfChanged(path)
+				}
+				clear(dirty)
+			case <-rescan.C:
+				s.rescan()
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
@@ -204,4 +223,50 @@ func (s *Store) Watch(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// How the watcher paces itself.
+const (
+	settleDelay = 50 * time.Millisecond
+	rescanEvery = 2 * time.Second
+)
+
+// reloadIfChanged reloads path unless its content is the version served, or the one refused.
+func (s *Store) reloadIfChanged(path string) {
+	raw, err := os.ReadFile(path)
+	s.mu.RLock()
+	f := s.files[path]
+	sum := sha256.Sum256(raw)
+	same := err == nil && f != nil && ((f.Error == "" && f.digest == sum) || (f.Error != "" && f.refused == sum))
+	s.mu.RUnlock()
+	if !same {
+		s.reload(path)
+	}
+}
+
+// rescan reloads every changed profile file in the directory and forgets those that are gone.
+func (s *Store) rescan() {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		path := filepath.Join(s.dir, e.Name())
+		if supported(path) {
+			seen[path] = true
+			s.reloadIfChanged(path)
+		}
+	}
+	s.mu.RLock()
+	var gone []string
+	for path := range s.files {
+		if !seen[path] {
+			gone = append(gone, path)
+		}
+	}
+	s.mu.RUnlock()
+	for _, path := range gone {
+		s.remove(path)
+	}
 }
