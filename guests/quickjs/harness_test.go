@@ -103,7 +103,10 @@ type scriptedHost struct {
 	pending   []byte
 	respondMu sync.Mutex
 
-	// ABI v2: calls complete when submitted; host_wait reports them in order.
+	// ABI v2: calls complete when submitted; host_wait reports them in order. With maxHeld
+	// set, host_submit answers ERR_INFLIGHT while that many responses are unread.
+	maxHeld    int
+	refused    int // host_submit calls answered ERR_INFLIGHT
 	next       int32
 	done       map[int32][]byte
 	unreported []int32
@@ -160,6 +163,11 @@ func hostSubmit(ctx context.Context, mod api.Module, stack []uint64) {
 	req, ok := mod.Memory().Read(reqPtr, reqLen)
 	if !ok {
 		stack[0] = api.EncodeI32(-1)
+		return
+	}
+	if h.maxHeld > 0 && len(h.done) >= h.maxHeld {
+		h.refused++
+		stack[0] = api.EncodeI32(-5)
 		return
 	}
 	resp := h.respondTo(string(req))
