@@ -55,11 +55,13 @@ func TestJSRaceAndAllSettledOverlap(t *testing.T) {
 	up := newOverlapUpstream(t, 2)
 	p := concurrentProfile(t, up.URL, "")
 	tool := JSTool("race.js", `
-const first = await Promise.race([api.get("/pets/1"), api.call("GET", "/pets/2", {query: {a: 1}})]);
+const raced = [api.get("/pets/1"), api.call("GET", "/pets/2", {query: {a: 1}})];
+const first = await Promise.race(raced);
 const parse = JSON.parse;
 JSON.parse = (s) => parse(s); // the long way: the preamble parses the envelope itself
 const all = await Promise.allSettled([api.get("/pets/3"), api.get("/admin"), api.get("/pets/4", {query: {b: 2}})]);
 JSON.parse = parse;
+await Promise.all(raced); // the race's other call, so that it is not canceled at the end
 return {first: first.status, all: all.map((s) => s.status + " " + s.value.status + " " + s.value.outcome)};`)
 	res := shared(t).Run(context.Background(), tool, p, nil)
 	require.NoError(t, res.Err, string(res.Log))
@@ -102,7 +104,7 @@ await sleep(400);
 const slept = Date.now() - t0;
 const status = await call;
 const t1 = Date.now();
-const winner = await Promise.race([sleep(30).then(() => "sleep"), api.get("/pets/2").then(() => "call")]);
+const winner = await Promise.race([sleep(10).then(() => "sleep"), api.get("/pets/2").then(() => "call")]);
 return {done, slept, status, winner, raced: Date.now() - t1};`)
 	res := shared(t).Run(context.Background(), tool, p, nil)
 	require.NoError(t, res.Err, string(res.Log))
@@ -116,7 +118,7 @@ return {done, slept, status, winner, raced: Date.now() - t1};`)
 	assert.GreaterOrEqual(t, got.Slept, 400)
 	assert.Equal(t, 200, got.Status)
 	assert.Equal(t, "sleep", got.Winner, "the sleep ended while the call was in flight")
-	assert.Less(t, got.Raced, 50)
+	assert.Less(t, got.Raced, 50, "the race ended with the sleep, not the call")
 	// The race's call was still in flight when the tool returned: canceled and recorded.
 	require.Len(t, res.Trace, 2)
 	assert.Equal(t, broker.Forwarded, res.Trace[0].Outcome)
