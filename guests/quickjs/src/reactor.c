@@ -506,6 +506,10 @@ static void settle(JSContext *c, struct call *k, JSValue v) {
         r = JS_Call(c, k->resolve, JS_UNDEFINED, 1, (JSValueConst *)&v);
         JS_FreeValue(c, v);
     }
+    /* Resolving reads the value's then, which a tool may have defined; only an uncatchable error
+     * (the deadline, out of memory) gets out, and the run's limits report it. */
+    if (JS_IsException(r))
+        JS_FreeValue(c, JS_GetException(c));
     JS_FreeValue(c, r);
     free_call(c, k);
 }
@@ -657,7 +661,10 @@ static size_t fire_timers(JSContext *c, double now) {
     memmove(timers, timers + k, (n_timers - k) * sizeof(struct timer));
     n_timers -= k;
     for (size_t i = 0; i < k; i++) {
-        JS_FreeValue(c, JS_Call(c, due[i].resolve, JS_UNDEFINED, 0, NULL));
+        JSValue r = JS_Call(c, due[i].resolve, JS_UNDEFINED, 0, NULL);
+        if (JS_IsException(r))
+            JS_FreeValue(c, JS_GetException(c));
+        JS_FreeValue(c, r);
         JS_FreeValue(c, due[i].resolve);
     }
     free(due);
