@@ -41,7 +41,7 @@ var extismGoDriverWasm = wasmgz.Lazy("conformance/drivers/extism-go/driver.wasm.
 
 // JSDriver is the driver for the generic JavaScript preamble (preamble/js), a JavaScript tool.
 func JSDriver() Driver {
-	return Driver{Name: "js", Tool: host.JSTool("conformance-driver.js", jsDriverSource)}
+	return Driver{Name: "js", Tool: host.JSTool("conformance-driver.js", jsDriverSource), ABI: 2}
 }
 
 // GoDriver is the driver for the Go guest preamble (preamble/go), a wasip1 reactor.

@@ -323,3 +323,69 @@ func BenchmarkConcurrentCallCost(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFanOutJS is BenchmarkFanOutGo from a JS tool: 10 api.get against an upstream that
+// takes 50 ms each, awaited one after another and through Promise.all. ms-in-tool-median is the
+// calls' wall time inside the tool (Date.now, so to the millisecond).
+func BenchmarkFanOutJS(b *testing.B) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond) // the upstream's latency the figure is about
+		w.Write([]byte(`{}`))
+	}))
+	defer slow.Close()
+	p := concurrentProfile(b, slow.URL, "limits:\n  max_inflight: 10\n")
+	rt := shared(b)
+	tools := map[string]Tool{
+		"sequential": JSTool("serial.js", `const t0 = Date.now();
+for (let i = 0; i < 10; i++) await api.get("/pets/" + i);
+console.log("calls took " + (Date.now() - t0) * 1000 + " µs");`),
+		"concurrent": JSTool("fanout.js", `const t0 = Date.now();
+await Promise.all(Array.from({length: 10}, (_, i) => api.get("/pets/" + i)));
+console.log("calls took " + (Date.now() - t0) * 1000 + " µs");`),
+	}
+	for _, name := range []string{"sequential", "concurrent"} {
+		b.Run(name, func(b *testing.B) {
+			var inside []time.Duration
+			reportMedian(b, nil, func() {
+				res := rt.Run(context.Background(), tools[name], p, nil)
+				if res.Err != nil || res.Audit.Forwarded != 10 {
+					b.Fatal(res.Err, res.Audit.Counters)
+				}
+				inside = append(inside, callsTook(b, res.Log))
+			})
+			slices.Sort(inside)
+			b.ReportMetric(float64(inside[len(inside)/2].Microseconds())/1000, "ms-in-tool-median")
+		})
+	}
+}
+
+// BenchmarkConcurrentCallCostJS is BenchmarkConcurrentCallCost from a JS tool: b.N api.get of a
+// denied route (the broker answers at once), awaited one after another, and all at once through
+// Promise.all (max_inflight 8: the rest wait in the engine). ns/call-in-tool is the tool's own
+// time over the calls (Date.now).
+func BenchmarkConcurrentCallCostJS(b *testing.B) {
+	ps := newPetstore(b)
+	rt := shared(b)
+	tools := map[string]Tool{
+		"sequential": JSTool("serial.js", `const t0 = Date.now();
+for (let i = 0; i < input.n; i++) await api.get("/admin/" + i);
+console.log("calls took " + (Date.now() - t0) * 1000 + " µs");`),
+		"concurrent": JSTool("fanout.js", `const t0 = Date.now();
+const ps = [];
+for (let i = 0; i < input.n; i++) ps.push(api.get("/admin/" + i));
+await Promise.all(ps);
+console.log("calls took " + (Date.now() - t0) * 1000 + " µs");`),
+	}
+	for _, name := range []string{"sequential", "concurrent"} {
+		b.Run(name, func(b *testing.B) {
+			p := profile(b, ps.URL, "limits:\n  max_host_calls: "+strconv.Itoa(b.N+1)+"\n  max_inflight: 8\n")
+			rt.Run(context.Background(), tools[name], p, []byte(`{"n":1}`)) // compile outside the timing
+			b.ResetTimer()
+			res := rt.Run(context.Background(), tools[name], p, []byte(`{"n":`+strconv.Itoa(b.N)+`}`))
+			b.StopTimer()
+			require.NoError(b, res.Err)
+			require.Equal(b, b.N, res.Audit.Denied)
+			b.ReportMetric(float64(callsTook(b, res.Log).Nanoseconds())/float64(b.N), "ns/call-in-tool")
+		})
+	}
+}

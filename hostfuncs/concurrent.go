@@ -109,7 +109,7 @@ func (r *Session) submit(ctx context.Context, mod api.Module, reqPtr, reqLen uin
 	var raw []byte
 	if int64(reqLen) <= r.maxRequest {
 		view, _ := mem.Read(reqPtr, reqLen)
-		raw = append([]byte(nil), view...) // the guest owns its memory again once we return
+		raw = append([]byte{}, view...) // the guest owns its memory again once we return; never nil, even empty
 	}
 	call := r.numbered(reqLen, raw)
 

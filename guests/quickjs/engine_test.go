@@ -2,6 +2,7 @@ package quickjs_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -472,4 +473,41 @@ return seen;`})
 		`{"method":"DELETE","path":"/c"}`,
 		`{"method":"GET","path":"/d"}`,
 	}, h.requests)
+}
+
+// Calls the host has no room for (ERR_INFLIGHT) wait in the engine and are submitted, in order,
+// as responses are read; every promise resolves with its own call's response.
+func TestCallsOverTheInflightLimitWaitInTheEngine(t *testing.T) {
+	h := &scriptedHost{maxHeld: 3, respond: func(req string) string {
+		var env struct{ Path string }
+		if err := json.Unmarshal([]byte(req), &env); err != nil {
+			panic(err)
+		}
+		return envelope(200, nil, env.Path)
+	}}
+	r := runTool(t, h, runInput{Tool: `
+const rs = await Promise.all(Array.from({length: 20}, (_, i) => i % 2 ? api.get("/p/" + i) : api.call("GET", "/p/" + i)));
+return rs.map((r) => r.body);`})
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
+	var want, paths []string
+	for i := range 20 {
+		want = append(want, fmt.Sprintf("/p/%d", i))
+		paths = append(paths, fmt.Sprintf(`{"method":"GET","path":"/p/%d"}`, i))
+	}
+	got, _ := json.Marshal(want)
+	assert.Equal(t, string(got), r.stdout)
+	assert.Equal(t, paths, h.requests, "submitted in the order the tool made them")
+	assert.Positive(t, h.refused, "the host refused some submissions, which waited")
+}
+
+// Timers of sleeps made while calls are in flight resolve in order of their time, and the tool
+// sees the calls' responses before a longer sleep ends.
+func TestSleepsWithCallsInFlightAreTimers(t *testing.T) {
+	r := runTool(t, nil, runInput{Tool: `
+const order = [];
+const call = api.get("/x").then(() => order.push("call"));
+await Promise.all([sleep(60).then(() => order.push("60")), sleep(20).then(() => order.push("20")), call]);
+return order;`})
+	require.Equal(t, int(abi.ExitOK), int(r.code), r)
+	assert.Equal(t, `["call","20","60"]`, r.stdout)
 }

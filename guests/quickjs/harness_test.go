@@ -24,7 +24,8 @@ import (
 
 // This file is a test-only stand-in for the real host: WASI with real clocks, sleep and
 // randomness, and a scripted plimsoll module that records request envelopes and answers with
-// scripted response envelopes, following preamble/ABI.md.
+// scripted response envelopes, following preamble/ABI.md (v1's host_call, and v2's
+// host_submit/host_wait/host_result, whose calls complete as they are submitted).
 
 // guestRuntime is the wazero runtime and the compiled JS guest, shared by every test in the
 // package: compiling goja takes seconds cold, and a fraction of a second from the cache.
@@ -52,6 +53,21 @@ var guestRuntime = sync.OnceValues(func() (*guest, error) {
 			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32},
 			[]api.ValueType{api.ValueTypeI32}).
 		Export("host_response").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostSubmit),
+			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32},
+			[]api.ValueType{api.ValueTypeI32}).
+		Export("host_submit").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostWait),
+			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32},
+			[]api.ValueType{api.ValueTypeI32}).
+		Export("host_wait").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostResult),
+			[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32},
+			[]api.ValueType{api.ValueTypeI32}).
+		Export("host_result").
 		Instantiate(ctx); err != nil {
 		return nil, err
 	}
@@ -83,9 +99,18 @@ type scriptedHost struct {
 	respond func(req string) string
 
 	requests  []string
-	fetched   int // responses delivered through host_response
+	fetched   int // responses delivered in two steps (host_response, or host_result asked again)
 	pending   []byte
 	respondMu sync.Mutex
+
+	// ABI v2: calls complete when submitted; host_wait reports them in order. With maxHeld
+	// set, host_submit answers ERR_INFLIGHT while that many responses are unread.
+	maxHeld    int
+	refused    int // host_submit calls answered ERR_INFLIGHT
+	next       int32
+	done       map[int32][]byte
+	unreported []int32
+	tooBig     map[int32]bool // the first host_result did not fit
 }
 
 type hostKey struct{}
@@ -108,12 +133,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
-	reqText := string(req) // Read aliases guest memory
-	h.requests = append(h.requests, reqText)
-	resp := []byte(`{"status":200,"headers":{},"body":"{}"}`)
-	if h.respond != nil {
-		resp = []byte(h.respond(reqText))
-	}
+	resp := h.respondTo(string(req)) // Read aliases guest memory: string copies it
 	if uint32(len(resp)) <= respCap {
 		if !mod.Memory().Write(respPtr, resp) {
 			stack[0] = api.EncodeI32(-1)
@@ -123,6 +143,83 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		h.pending = resp
 	}
 	stack[0] = api.EncodeI32(int32(len(resp)))
+}
+
+// respondTo records a request envelope and returns its scripted response.
+func (h *scriptedHost) respondTo(reqText string) []byte {
+	h.requests = append(h.requests, reqText)
+	if h.respond != nil {
+		return []byte(h.respond(reqText))
+	}
+	return []byte(`{"status":200,"headers":{},"body":"{}"}`)
+}
+
+// hostSubmit implements plimsoll.host_submit(req_ptr, req_len) -> i32: the call completes at once.
+func hostSubmit(ctx context.Context, mod api.Module, stack []uint64) {
+	reqPtr, reqLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	h := hostFrom(ctx)
+	h.respondMu.Lock()
+	defer h.respondMu.Unlock()
+	req, ok := mod.Memory().Read(reqPtr, reqLen)
+	if !ok {
+		stack[0] = api.EncodeI32(-1)
+		return
+	}
+	if h.maxHeld > 0 && len(h.done) >= h.maxHeld {
+		h.refused++
+		stack[0] = api.EncodeI32(-5)
+		return
+	}
+	resp := h.respondTo(string(req))
+	if h.done == nil {
+		h.done, h.tooBig = map[int32][]byte{}, map[int32]bool{}
+	}
+	h.next++
+	h.done[h.next] = resp
+	h.unreported = append(h.unreported, h.next)
+	stack[0] = api.EncodeI32(h.next)
+}
+
+// hostWait implements plimsoll.host_wait(ids_ptr, ids_cap, timeout_ms) -> i32. Every call has
+// completed when it was submitted, so it never blocks.
+func hostWait(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, capacity := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	h := hostFrom(ctx)
+	h.respondMu.Lock()
+	defer h.respondMu.Unlock()
+	n := min(len(h.unreported), int(capacity/4))
+	for i, id := range h.unreported[:n] {
+		if !mod.Memory().WriteUint32Le(ptr+uint32(4*i), uint32(id)) {
+			stack[0] = api.EncodeI32(-1)
+			return
+		}
+	}
+	h.unreported = h.unreported[n:]
+	stack[0] = api.EncodeI32(int32(n))
+}
+
+// hostResult implements plimsoll.host_result(id, ptr, cap) -> i32.
+func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
+	id, ptr, capacity := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	h := hostFrom(ctx)
+	h.respondMu.Lock()
+	defer h.respondMu.Unlock()
+	resp, ok := h.done[id]
+	switch {
+	case !ok:
+		stack[0] = api.EncodeI32(-6)
+	case uint32(len(resp)) > capacity:
+		h.tooBig[id] = true
+		stack[0] = api.EncodeI32(int32(len(resp)))
+	case !mod.Memory().Write(ptr, resp):
+		stack[0] = api.EncodeI32(-1)
+	default:
+		if h.tooBig[id] {
+			h.fetched++
+		}
+		delete(h.done, id)
+		stack[0] = api.EncodeI32(int32(len(resp)))
+	}
 }
 
 // hostResponse implements plimsoll.host_response(ptr, cap) -> i32.

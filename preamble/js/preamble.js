@@ -1,4 +1,4 @@
-// plimsoll generic JavaScript preamble, guest ABI v1 (see preamble/ABI.md).
+// plimsoll generic JavaScript preamble, guest ABI v2 (see preamble/ABI.md).
 //
 // The runtime evaluates this once per instance, before any per-API preamble and before the tool.
 // It defines exactly three globals: api, sleep and console. Everything else stays private to the
@@ -8,7 +8,7 @@
 
   const native = global.__plimsoll;
   delete global.__plimsoll;
-  if (typeof native !== "object" || native === null || typeof native.hostCall !== "function") {
+  if (typeof native !== "object" || native === null || typeof native.submit !== "function") {
     throw new Error("plimsoll: the preamble needs the plimsoll runtime's native bridge");
   }
 
@@ -238,10 +238,10 @@
     this[ENV] = env;
   }
   // The runtime's shortcuts (see pristine). A bridge without them (a test's stand-in) gets every
-  // call through hostCall.
+  // call through submit.
   const shortcuts =
-    typeof native.hostCallGet === "function" &&
-    typeof native.hostCallEnvelope === "function" &&
+    typeof native.submitGet === "function" &&
+    typeof native.submitEnvelope === "function" &&
     typeof native.setResponse === "function";
   if (shortcuts) {
     // The runtime answers calls with responses made as this constructor makes them.
@@ -353,7 +353,7 @@
 
   // The built-ins a call looks up when it is made. A tool may replace them (and a hostile one may
   // use JSON.stringify to send an envelope of its own choosing); while none is replaced, the
-  // runtime does their work (hostCallGet, hostCallEnvelope), which is much cheaper than running
+  // runtime does their work (submitGet, submitEnvelope), which is much cheaper than running
   // them in the interpreter and gives the same envelopes and responses.
   const STRING_PROTO = String.prototype;
   const builtins = {
@@ -373,21 +373,29 @@
     );
   }
 
+  function parseResponse(text) {
+    return new Response(JSON.parse(text));
+  }
+
+  // send submits the call and returns the promise of its Response: calls overlap at the host (up
+  // to limits.max_inflight; more wait in the runtime, in order), and the runtime's loop settles
+  // each promise when its call completes.
   function send(method, path, query, headers, body) {
     const env = buildEnvelope(method, path, query, headers, body);
     if (pristine()) {
-      return native.hostCallEnvelope(JSON.stringify(env));
+      return native.submitEnvelope(JSON.stringify(env));
     }
-    return new Response(JSON.parse(native.hostCall(JSON.stringify(env))));
+    return native.submit(JSON.stringify(env)).then(parseResponse);
   }
 
   // The api methods return promises. Argument errors reject the promise rather than throw, as
-  // they would from an async function; the call itself is made before the method returns.
+  // they would from an async function; the call itself is submitted before the method returns,
+  // and its promise resolves when it completes.
   const api = {
     call: function (method, path, opts) {
       try {
         const o = checkOptions("call", opts, CALL_OPTIONS);
-        return Promise.resolve(send(method, path, o.query, o.headers, o.body));
+        return send(method, path, o.query, o.headers, o.body);
       } catch (e) {
         return Promise.reject(e);
       }
@@ -397,13 +405,13 @@
         if (opts === undefined && typeof path === "string" && pristine()) {
           // The commonest call: the runtime sends the envelope buildEnvelope and JSON.stringify
           // would make, without running them, when the path needs no escaping and has no query.
-          const res = native.hostCallGet(path);
+          const res = native.submitGet(path);
           if (res !== undefined) {
-            return Promise.resolve(res);
+            return res;
           }
         }
         const o = checkOptions("get", opts, OPTIONS);
-        return Promise.resolve(send("GET", path, o.query, o.headers, undefined));
+        return send("GET", path, o.query, o.headers, undefined);
       } catch (e) {
         return Promise.reject(e);
       }
@@ -411,7 +419,7 @@
     post: function (path, body, opts) {
       try {
         const o = checkOptions("post", opts, OPTIONS);
-        return Promise.resolve(send("POST", path, o.query, o.headers, body));
+        return send("POST", path, o.query, o.headers, body);
       } catch (e) {
         return Promise.reject(e);
       }
@@ -419,7 +427,7 @@
     put: function (path, body, opts) {
       try {
         const o = checkOptions("put", opts, OPTIONS);
-        return Promise.resolve(send("PUT", path, o.query, o.headers, body));
+        return send("PUT", path, o.query, o.headers, body);
       } catch (e) {
         return Promise.reject(e);
       }
@@ -427,7 +435,7 @@
     patch: function (path, body, opts) {
       try {
         const o = checkOptions("patch", opts, OPTIONS);
-        return Promise.resolve(send("PATCH", path, o.query, o.headers, body));
+        return send("PATCH", path, o.query, o.headers, body);
       } catch (e) {
         return Promise.reject(e);
       }
@@ -435,19 +443,21 @@
     delete: function (path, opts) {
       try {
         const o = checkOptions("delete", opts, OPTIONS);
-        return Promise.resolve(send("DELETE", path, o.query, o.headers, undefined));
+        return send("DELETE", path, o.query, o.headers, undefined);
       } catch (e) {
         return Promise.reject(e);
       }
     },
   };
 
-  // sleep blocks the run for ms milliseconds and returns a resolved promise, so both
-  // `await sleep(100)` and a bare `sleep(100)` wait. The host ends it at the run deadline.
+  // sleep waits ms milliseconds. With calls in flight it returns a promise the runtime's loop
+  // resolves when the time is up, and the calls complete meanwhile: `await sleep(100)`. With
+  // nothing in flight it blocks the run and returns a resolved promise, so a bare `sleep(100)`
+  // waits too. The host ends it at the run deadline.
   function sleep(ms) {
     const n = Number(ms);
-    native.sleep(n > 0 ? n : 0);
-    return Promise.resolve();
+    const p = native.sleep(n > 0 ? n : 0);
+    return p === undefined ? Promise.resolve() : p;
   }
 
   // An engine may end each stack position with the bytecode offset, "tool.js:3:9(12)" (goja), or

@@ -72,7 +72,7 @@ type envelope struct {
 }
 
 // TestOnTheGenericPreamble loads the real generic preamble (with a fake native bridge standing in
-// for the runtime), then the generated one, and checks the envelopes that reach the host: the
+// for the engine: submit answers at once), then the generated one, and checks the envelopes that reach the host: the
 // broker's canonical-path rule accepts every path, and the emitted profile's routes grant it.
 func TestOnTheGenericPreamble(t *testing.T) {
 	s, err := specgen.Load("testdata/store.yaml")
@@ -87,9 +87,11 @@ func TestOnTheGenericPreamble(t *testing.T) {
 	vm := goja.New()
 	var sent []string
 	bridge := vm.NewObject()
-	require.NoError(t, bridge.Set("hostCall", func(req string) string {
+	require.NoError(t, bridge.Set("submit", func(req string) *goja.Promise {
 		sent = append(sent, req)
-		return `{"status":200,"headers":{"Content-Type":["application/json"]},"body":"{\"ok\":true}"}`
+		p, resolve, _ := vm.NewPromise()
+		resolve(`{"status":200,"headers":{"Content-Type":["application/json"]},"body":"{\"ok\":true}"}`)
+		return p
 	}))
 	for _, name := range []string{"sleep", "log", "b64encode", "b64decode", "utf8encode", "utf8decode"} {
 		require.NoError(t, bridge.Set(name, func(goja.FunctionCall) goja.Value { return goja.Undefined() }))

@@ -1,4 +1,4 @@
-/* plimsoll's JavaScript engine guest: QuickJS-ng built as a wasip1 reactor (guest ABI v1,
+/* plimsoll's JavaScript engine guest: QuickJS-ng built as a wasip1 reactor (guest ABI v2,
  * preamble/ABI.md). The contract is the one the earlier goja runtime had:
  *
  *   _initialize  creates the runtime and the context, evaluates engine.js (web globals and the
@@ -48,10 +48,12 @@
 #define STRING_MESSAGE "string too long"
 #define LIMIT_DEADLINE "run deadline passed (stopped by the engine)"
 
-__attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_CALL)))
-int32_t abi_host_call(uint32_t req_ptr, uint32_t req_len, uint32_t resp_ptr, uint32_t resp_cap);
-__attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_RESPONSE)))
-int32_t abi_host_response(uint32_t ptr, uint32_t cap);
+__attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_SUBMIT)))
+int32_t abi_host_submit(uint32_t req_ptr, uint32_t req_len);
+__attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_WAIT)))
+int32_t abi_host_wait(uint32_t ids_ptr, uint32_t ids_cap, uint32_t timeout_ms);
+__attribute__((import_module(ABI_MODULE), import_name(ABI_FN_HOST_RESULT)))
+int32_t abi_host_result(int32_t id, uint32_t ptr, uint32_t cap);
 
 /* ---- state of the instance ---- */
 
@@ -361,10 +363,6 @@ static uint8_t *bytes_arg(JSContext *c, JSValueConst v, size_t *len) {
 
 /* ---- host calls ---- */
 
-/* host_call sends one request envelope and returns the response envelope as a JS value made by
- * make (a string, or a Response). */
-static JSValue call_host(JSContext *c, const char *req, size_t req_len, int as_response);
-
 /* fast_response builds what the preamble's Response constructor builds from env, for the shape
  * the host sends (a numeric status, a string body, no body_base64): the same own properties in the
  * same order. It returns JS_UNDEFINED for any other shape, which goes to the constructor. */
@@ -423,6 +421,12 @@ static JSValue host_error(JSContext *c, const char *fn, int32_t code) {
     case ABI_ERR_NO_RUN:
         name = " (ERR_NO_RUN)";
         break;
+    case ABI_ERR_INFLIGHT:
+        name = " (ERR_INFLIGHT)";
+        break;
+    case ABI_ERR_UNKNOWN:
+        name = " (ERR_UNKNOWN)";
+        break;
     }
     return JS_ThrowInternalError(c, "plimsoll: %s returned %d%s", fn, (int)code, name);
 }
@@ -438,56 +442,271 @@ static JSValue throw_deadline(JSContext *c) {
     return JS_Throw(c, ex);
 }
 
-static JSValue call_host(JSContext *c, const char *req, size_t req_len, int as_response) {
-    int32_t n = abi_host_call((uint32_t)(uintptr_t)req, (uint32_t)req_len, (uint32_t)(uintptr_t)resp_buf,
-                              (uint32_t)RESP_CAP);
-    if (deadline_passed()) /* the host ends a call at the run deadline (or cancelation) */
-        return throw_deadline(c);
-    if (n < 0)
-        return host_error(c, "host_call", n);
+/* ---- concurrent calls (guest ABI v2) ----
+ *
+ * Every api call is submitted with host_submit and answered by a promise; the run loop
+ * (run_loop) waits for completions with host_wait, reads each response with host_result and
+ * settles its promise. A call the host has no room for (ERR_INFLIGHT, limits.max_inflight held)
+ * waits in the guest's queue, in order, and is submitted as room frees. A sleep while calls are
+ * in flight is a timer the loop resolves (host_wait's timeout). */
+
+struct call {
+    int32_t id;      /* the host's; 0 while queued in the guest */
+    int as_response; /* settle with a Response (else with the envelope's text) */
+    JSValue resolve, reject;
+    char *req; /* queued only: a copy of the request envelope */
+    size_t req_len;
+};
+
+static struct call *inflight; /* submitted, not yet read */
+static size_t n_inflight, cap_inflight;
+static struct call *queued; /* waiting for room, in order: [q_head, q_len) */
+static size_t q_head, q_len, q_cap;
+
+struct timer {
+    double at; /* wall clock, ms */
+    JSValue resolve;
+};
+
+static struct timer *timers; /* in order of at, then of creation */
+static size_t n_timers, cap_timers;
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q) {
+        out_of_memory = 1;
+        return -1;
+    }
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static void free_call(JSContext *c, struct call *k) {
+    JS_FreeValue(c, k->resolve);
+    JS_FreeValue(c, k->reject);
+    free(k->req);
+    k->req = NULL;
+}
+
+/* settle resolves k's promise with v, or rejects it with the pending exception when v is
+ * JS_EXCEPTION; it frees v and k. */
+static void settle(JSContext *c, struct call *k, JSValue v) {
+    JSValue r;
+    if (JS_IsException(v)) {
+        JSValue ex = JS_GetException(c);
+        r = JS_Call(c, k->reject, JS_UNDEFINED, 1, (JSValueConst *)&ex);
+        JS_FreeValue(c, ex);
+    } else {
+        r = JS_Call(c, k->resolve, JS_UNDEFINED, 1, (JSValueConst *)&v);
+        JS_FreeValue(c, v);
+    }
+    /* Resolving reads the value's then, which a tool may have defined; only an uncatchable error
+     * (the deadline, out of memory) gets out, and the run's limits report it. */
+    if (JS_IsException(r))
+        JS_FreeValue(c, JS_GetException(c));
+    JS_FreeValue(c, r);
+    free_call(c, k);
+}
+
+/* admit records a submitted call, or settles it when the host refused it. */
+static void admit(JSContext *c, struct call *k, int32_t id) {
+    if (id <= 0) {
+        settle(c, k, host_error(c, "host_submit", id));
+        return;
+    }
+    if (grow((void **)&inflight, &cap_inflight, n_inflight + 1, sizeof(struct call)) < 0) {
+        settle(c, k, JS_ThrowOutOfMemory(c));
+        return;
+    }
+    k->id = id;
+    inflight[n_inflight++] = *k;
+}
+
+/* submit_call submits one request envelope (or queues it when the host has no room) and returns
+ * the promise of its response. */
+static JSValue submit_call(JSContext *c, const char *req, size_t req_len, int as_response) {
+    JSValue funcs[2];
+    JSValue promise = JS_NewPromiseCapability(c, funcs);
+    if (JS_IsException(promise))
+        return promise;
+    struct call k = {0, as_response, funcs[0], funcs[1], NULL, 0};
+    if (q_head == q_len) {
+        int32_t id = abi_host_submit((uint32_t)(uintptr_t)req, (uint32_t)req_len);
+        if (id != ABI_ERR_INFLIGHT) {
+            admit(c, &k, id);
+            return promise;
+        }
+    }
+    k.req = malloc(req_len ? req_len : 1);
+    if (!k.req || grow((void **)&queued, &q_cap, q_len + 1, sizeof(struct call)) < 0) {
+        out_of_memory = 1;
+        settle(c, &k, JS_ThrowOutOfMemory(c));
+        return promise;
+    }
+    memcpy(k.req, req, req_len);
+    k.req_len = req_len;
+    queued[q_len++] = k;
+    return promise;
+}
+
+/* flush_queue submits queued calls, in order, while the host has room. */
+static void flush_queue(JSContext *c) {
+    while (q_head < q_len) {
+        struct call *k = &queued[q_head];
+        int32_t id = abi_host_submit((uint32_t)(uintptr_t)k->req, (uint32_t)k->req_len);
+        if (id == ABI_ERR_INFLIGHT)
+            break;
+        struct call m = *k;
+        free(m.req);
+        m.req = NULL;
+        q_head++;
+        admit(c, &m, id);
+    }
+    if (q_head == q_len)
+        q_head = q_len = 0;
+}
+
+/* collect reads the response of completed call id (two steps when it is over the buffer) and
+ * settles its promise. */
+static void collect(JSContext *c, int32_t id) {
+    size_t i = 0;
+    while (i < n_inflight && inflight[i].id != id)
+        i++;
+    if (i == n_inflight)
+        return; /* not ours: nothing to settle */
+    struct call k = inflight[i];
+    memmove(inflight + i, inflight + i + 1, (n_inflight - i - 1) * sizeof(struct call));
+    n_inflight--;
+    int32_t n = abi_host_result(id, (uint32_t)(uintptr_t)resp_buf, (uint32_t)RESP_CAP);
+    if (n < 0) {
+        settle(c, &k, host_error(c, "host_result", n));
+        return;
+    }
     if (n <= RESP_CAP) {
         resp_buf[n] = 0;
-        return as_response ? make_response(c, resp_buf, (size_t)n) : JS_NewStringLen(c, resp_buf, (size_t)n);
+        settle(c, &k, k.as_response ? make_response(c, resp_buf, (size_t)n) : JS_NewStringLen(c, resp_buf, (size_t)n));
+        return;
     }
     char *big = malloc((size_t)n + 1);
     if (!big) {
         out_of_memory = 1;
-        return JS_ThrowOutOfMemory(c);
+        settle(c, &k, JS_ThrowOutOfMemory(c));
+        return;
     }
-    int32_t m = abi_host_response((uint32_t)(uintptr_t)big, (uint32_t)n);
+    int32_t m = abi_host_result(id, (uint32_t)(uintptr_t)big, (uint32_t)n);
     if (m != n) {
         free(big);
-        return host_error(c, "host_response", m);
+        settle(c, &k, host_error(c, "host_result", m));
+        return;
     }
     big[n] = 0;
-    JSValue v = as_response ? make_response(c, big, (size_t)n) : JS_NewStringLen(c, big, (size_t)n);
+    settle(c, &k, k.as_response ? make_response(c, big, (size_t)n) : JS_NewStringLen(c, big, (size_t)n));
     free(big);
-    return v;
 }
 
-static JSValue js_host_call_common(JSContext *c, JSValueConst arg, int as_response) {
+/* fail_calls rejects every call in flight or queued with an error naming why. */
+static void fail_calls(JSContext *c, const char *why) {
+    while (n_inflight > 0) {
+        struct call k = inflight[--n_inflight];
+        settle(c, &k, JS_ThrowInternalError(c, "plimsoll: %s", why));
+    }
+    while (q_head < q_len) {
+        struct call k = queued[q_head++];
+        settle(c, &k, JS_ThrowInternalError(c, "plimsoll: %s", why));
+    }
+    q_head = q_len = 0;
+}
+
+/* add_timer returns a promise the loop resolves at wall-clock time at. */
+static JSValue add_timer(JSContext *c, double at) {
+    JSValue funcs[2];
+    JSValue promise = JS_NewPromiseCapability(c, funcs);
+    if (JS_IsException(promise))
+        return promise;
+    JS_FreeValue(c, funcs[1]);
+    if (grow((void **)&timers, &cap_timers, n_timers + 1, sizeof(struct timer)) < 0) {
+        JS_FreeValue(c, funcs[0]);
+        JS_FreeValue(c, promise);
+        return JS_ThrowOutOfMemory(c);
+    }
+    size_t i = n_timers;
+    while (i > 0 && timers[i - 1].at > at)
+        i--;
+    memmove(timers + i + 1, timers + i, (n_timers - i) * sizeof(struct timer));
+    timers[i].at = at;
+    timers[i].resolve = funcs[0];
+    n_timers++;
+    return promise;
+}
+
+/* fire_timers resolves the timers that are due; it returns how many. */
+static size_t fire_timers(JSContext *c, double now) {
+    size_t k = 0;
+    while (k < n_timers && timers[k].at <= now)
+        k++;
+    if (k == 0)
+        return 0;
+    struct timer *due = malloc(k * sizeof(struct timer));
+    if (!due) {
+        out_of_memory = 1;
+        return 0;
+    }
+    memcpy(due, timers, k * sizeof(struct timer));
+    memmove(timers, timers + k, (n_timers - k) * sizeof(struct timer));
+    n_timers -= k;
+    for (size_t i = 0; i < k; i++) {
+        JSValue r = JS_Call(c, due[i].resolve, JS_UNDEFINED, 0, NULL);
+        if (JS_IsException(r))
+            JS_FreeValue(c, JS_GetException(c));
+        JS_FreeValue(c, r);
+        JS_FreeValue(c, due[i].resolve);
+    }
+    free(due);
+    return k;
+}
+
+/* forget_all drops what is left when the run ends: the host cancels calls still in flight. */
+static void forget_all(JSContext *c) {
+    while (n_inflight > 0)
+        free_call(c, &inflight[--n_inflight]);
+    while (q_head < q_len)
+        free_call(c, &queued[q_head++]);
+    q_head = q_len = 0;
+    while (n_timers > 0)
+        JS_FreeValue(c, timers[--n_timers].resolve);
+}
+
+static JSValue js_submit(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
     size_t len;
-    char *req = utf8(c, arg, &len);
+    char *req = utf8(c, argc > 0 ? argv[0] : JS_UNDEFINED, &len);
     if (!req)
         return JS_EXCEPTION;
-    JSValue v = call_host(c, req, len, as_response);
+    JSValue v = submit_call(c, req, len, 0);
     free(req);
     return v;
 }
 
-static JSValue js_host_call(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
-    return js_host_call_common(c, argc > 0 ? argv[0] : JS_UNDEFINED, 0);
-}
-
-static JSValue js_host_call_envelope(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
+static JSValue js_submit_envelope(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
     if (JS_IsUndefined(response_ctor))
         return JS_ThrowTypeError(c, "plimsoll: setResponse was not called");
-    return js_host_call_common(c, argc > 0 ? argv[0] : JS_UNDEFINED, 1);
+    size_t len;
+    char *req = utf8(c, argc > 0 ? argv[0] : JS_UNDEFINED, &len);
+    if (!req)
+        return JS_EXCEPTION;
+    JSValue v = submit_call(c, req, len, 1);
+    free(req);
+    return v;
 }
 
-/* hostCallGet(path): GET path with no query, headers or body when path is printable ASCII with
- * no '"', backslash or '?' (so JSON.stringify would not escape it); undefined otherwise. */
-static JSValue js_host_call_get(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
+/* submitGet(path): GET path with no query, headers or body when path is printable ASCII with no
+ * '"', backslash or '?' (so JSON.stringify would not escape it); undefined otherwise. */
+static JSValue js_submit_get(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
     static const char head[] = "{\"method\":\"GET\",\"path\":\"";
     static const char tail[] = "\"}";
     if (argc < 1 || !JS_IsString(argv[0]) || JS_IsUndefined(response_ctor))
@@ -514,7 +733,7 @@ static JSValue js_host_call_get(JSContext *c, JSValueConst this_val, int argc, J
     memcpy(req + sizeof(head) - 1, p, len);
     memcpy(req + sizeof(head) - 1 + len, tail, sizeof(tail) - 1);
     JS_FreeCString(c, p);
-    JSValue v = call_host(c, req, n, 1);
+    JSValue v = submit_call(c, req, n, 1);
     if (req != small)
         free(req);
     return v;
@@ -538,6 +757,12 @@ static JSValue js_sleep(JSContext *c, JSValueConst this_val, int argc, JSValueCo
     double ms = 0;
     if (argc > 0 && JS_ToFloat64(c, &ms, argv[0]) < 0)
         return JS_EXCEPTION;
+    if (ms > 9e12)
+        ms = 9e12;
+    /* With calls in flight (or timers pending) the sleep is a timer of the run loop, so calls
+     * complete meanwhile; with nothing else to wait for it blocks here, as a bare sleep(ms). */
+    if (n_inflight > 0 || q_head < q_len || n_timers > 0)
+        return add_timer(c, now_ms() + (ms > 0 ? ms : 0));
     if (ms > 0) {
         if (ms > 9e12)
             ms = 9e12; /* about 292 years; the run deadline comes long before */
@@ -630,9 +855,9 @@ static JSValue js_utf8encode(JSContext *c, JSValueConst this_val, int argc, JSVa
 }
 
 static const JSCFunctionListEntry natives[] = {
-    JS_CFUNC_DEF("hostCall", 1, js_host_call),
-    JS_CFUNC_DEF("hostCallEnvelope", 1, js_host_call_envelope),
-    JS_CFUNC_DEF("hostCallGet", 1, js_host_call_get),
+    JS_CFUNC_DEF("submit", 1, js_submit),
+    JS_CFUNC_DEF("submitEnvelope", 1, js_submit_envelope),
+    JS_CFUNC_DEF("submitGet", 1, js_submit_get),
     JS_CFUNC_DEF("setResponse", 2, js_set_response),
     JS_CFUNC_DEF("sleep", 1, js_sleep),
     JS_CFUNC_DEF("log", 1, js_log),
@@ -1064,6 +1289,66 @@ static int eval_preamble(struct request *req) {
     return -1;
 }
 
+/* run_loop runs the tool's jobs and, while its promise is pending, waits for what can settle it:
+ * the calls in flight (host_wait) and the timers of sleeps. It returns 0 when the promise is
+ * settled or nothing is left to wait for, -1 when a job ended with an uncatchable error (as
+ * drain), and ABI_RUN_LIMITED when the run deadline passed while it waited. */
+static int run_loop(JSValueConst promise) {
+    uint32_t ids[64];
+    for (;;) {
+        if (drain() < 0)
+            return -1;
+        if (JS_PromiseState(ctx, promise) != JS_PROMISE_PENDING)
+            return 0;
+        if (q_head < q_len)
+            flush_queue(ctx);
+        if (n_inflight == 0 && n_timers == 0) {
+            if (q_head == q_len)
+                return 0;
+            fail_calls(ctx, "the host holds no call and takes no more (ERR_INFLIGHT)");
+            continue;
+        }
+        double now = now_ms();
+        if (fire_timers(ctx, now) > 0)
+            continue;
+        if (n_inflight == 0) {
+            /* only timers: sleep to the first; the host ends a sleep at the run deadline */
+            double ms = timers[0].at - now;
+            struct timespec ts;
+            ts.tv_sec = (time_t)(ms / 1e3);
+            ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1e3) * 1e6);
+            nanosleep(&ts, NULL);
+            if (deadline_passed())
+                break;
+            continue;
+        }
+        uint32_t timeout = ABI_WAIT_FOREVER;
+        if (n_timers > 0) {
+            double ms = timers[0].at - now;
+            timeout = ms >= 4e9 ? 4000000000u : (uint32_t)ms + ((double)(uint32_t)ms < ms);
+        }
+        int32_t n = abi_host_wait((uint32_t)(uintptr_t)ids, (uint32_t)sizeof(ids), timeout);
+        if (deadline_passed())
+            break;
+        if (n < 0) {
+            char why[96];
+            snprintf(why, sizeof(why), "host_wait returned %d", (int)n);
+            fail_calls(ctx, why);
+            continue;
+        }
+        if (n == 0 && n_timers == 0) {
+            /* the host has nothing in flight for us, or the run is ending */
+            fail_calls(ctx, "host_wait returned 0 with calls in flight");
+            continue;
+        }
+        for (int32_t i = 0; i < n; i++)
+            collect(ctx, (int32_t)ids[i]);
+        flush_queue(ctx);
+    }
+    interrupted = 1;
+    return ABI_RUN_LIMITED;
+}
+
 static int run_request(struct request *req) {
     tool_name = req->name && req->name[0] ? req->name : DEFAULT_TOOL_NAME;
 
@@ -1088,7 +1373,13 @@ static int run_request(struct request *req) {
         JS_FreeValue(ctx, promise);
         return fail("plimsoll: the tool did not return a promise (is a brace unbalanced?)");
     }
-    if (drain() < 0) {
+    int loop = run_loop(promise);
+    forget_all(ctx);
+    if (loop == ABI_RUN_LIMITED) {
+        JS_FreeValue(ctx, promise);
+        return limited(LIMIT_DEADLINE);
+    }
+    if (loop < 0) {
         JS_FreeValue(ctx, promise);
         return report_exception(NULL);
     }
