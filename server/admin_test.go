@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,28 +72,7 @@ func (g *gate) paths() []string {
 // admin sends a request to the admin listener.
 func (d *daemon) adm(method, path, token string, body any, hdr ...string) (*http.Response, []byte) {
 	d.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		j, _ := json.Marshal(body)
-		rd = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, d.admin+path, rd)
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return d.send(d.admin, method, path, token, body, hdr...)
 }
 
 func (d *daemon) adminState(profile string) server.ProfileState {

@@ -161,8 +161,15 @@ func (d *daemon) shutdown() error {
 	}
 }
 
-// do sends a request; body "" sends none; hdr adds headers ("Authorization" a token alone).
+// do sends a request to the API listener; body "" sends none; hdr adds headers ("Authorization" a
+// token alone).
 func (d *daemon) do(method, path, token string, body any, hdr ...string) (*http.Response, []byte) {
+	d.t.Helper()
+	return d.send(d.api, method, path, token, body, hdr...)
+}
+
+// send is do against base, the API or the admin listener.
+func (d *daemon) send(base, method, path, token string, body any, hdr ...string) (*http.Response, []byte) {
 	d.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -173,7 +180,7 @@ func (d *daemon) do(method, path, token string, body any, hdr ...string) (*http.
 		j, _ := json.Marshal(b)
 		rd = bytes.NewReader(j)
 	}
-	req, _ := http.NewRequest(method, d.api+path, rd)
+	req, _ := http.NewRequest(method, base+path, rd)
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
