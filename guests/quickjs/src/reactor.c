@@ -682,26 +682,25 @@ static void forget_all(JSContext *c) {
         JS_FreeValue(c, timers[--n_timers].resolve);
 }
 
-static JSValue js_submit(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
+/* submit_arg submits the request envelope given as the first argument. */
+static JSValue submit_arg(JSContext *c, int argc, JSValueConst *argv, int as_response) {
     size_t len;
     char *req = utf8(c, argc > 0 ? argv[0] : JS_UNDEFINED, &len);
     if (!req)
         return JS_EXCEPTION;
-    JSValue v = submit_call(c, req, len, 0);
+    JSValue v = submit_call(c, req, len, as_response);
     free(req);
     return v;
+}
+
+static JSValue js_submit(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
+    return submit_arg(c, argc, argv, 0);
 }
 
 static JSValue js_submit_envelope(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv) {
     if (JS_IsUndefined(response_ctor))
         return JS_ThrowTypeError(c, "plimsoll: setResponse was not called");
-    size_t len;
-    char *req = utf8(c, argc > 0 ? argv[0] : JS_UNDEFINED, &len);
-    if (!req)
-        return JS_EXCEPTION;
-    JSValue v = submit_call(c, req, len, 1);
-    free(req);
-    return v;
+    return submit_arg(c, argc, argv, 1);
 }
 
 /* submitGet(path): GET path with no query, headers or body when path is printable ASCII with no
