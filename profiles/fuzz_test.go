@@ -85,5 +85,8 @@ func FuzzLoadFile(f *testing.F) {
 		if hc := p.HealthCheck; hc != nil && (hc.Method != "GET" || strings.ContainsAny(hc.Pattern, "*{}")) {
 			t.Fatalf("accepted health_check %s", hc)
 		}
+		if c := p.Concurrency; c != nil && c.Validate() != nil {
+			t.Fatalf("accepted concurrency %s: %v", c, c.Validate())
+		}
 	})
 }

@@ -192,7 +192,7 @@ func (d *decoder) fail(field, format string, args ...any) {
 	}
 }
 
-var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description"}
+var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency"}
 
 func (d *decoder) profile(raw map[string]any) *Profile {
 	d.unknown("", raw, topFields)
@@ -206,6 +206,7 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 	d.budget(raw["budget"], &p.Budget)
 	d.limits(raw["limits"], &p.Limits)
 	p.Description, _ = d.str("description", raw["description"], false)
+	p.Concurrency = d.concurrency(raw["concurrency"])
 	return p
 }
 

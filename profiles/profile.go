@@ -21,6 +21,8 @@ type Profile struct {
 	Budget         Budget // forwarded calls per run
 	Limits         Limits // resource limits, defaults filled in
 	Description    string // optional; what the grant is for, shown to the daemon's clients
+	// Concurrency is the optional limit on calls in flight to the API across runs; nil when off.
+	Concurrency *Concurrency
 }
 
 // Credential says where the secret comes from and how it is sent. The secret itself is resolved

@@ -1,0 +1,28 @@
+package bulkhead_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plimsoll/plimsoll/bulkhead"
+)
+
+// A fixed limit of one with a queue of one: the second call waits, a critical third displaces it.
+func Example() {
+	b, _ := bulkhead.New(bulkhead.Config{Algorithm: bulkhead.Fixed, Initial: 1, MaxQueue: 1, QueueTimeout: time.Second})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	first := b.Enter(now, bulkhead.Normal)
+	second := b.Enter(now, bulkhead.Sheddable)
+	third := b.Enter(now.Add(time.Millisecond), bulkhead.Critical)
+	_, _, shed, _ := b.Result(second)
+	fmt.Println(shed.Reason())
+
+	b.Release(first, now.Add(20*time.Millisecond), 20*time.Millisecond, false)
+	<-third.Done()
+	ok, waited, _, _ := b.Result(third)
+	fmt.Println("critical admitted:", ok, "after", waited)
+	// Output:
+	// API limit: displaced from the queue by a more critical call after 1ms (limit 1, 1 in flight, 1 queued)
+	// critical admitted: true after 19ms
+}
