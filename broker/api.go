@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/plimsoll/plimsoll/abi"
+	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -56,6 +57,15 @@ type Config struct {
 	// daemon owns the flag and passes it in; the broker never reaches up for it. It must be
 	// cheap and safe for concurrent use.
 	ForcedOpen func() (reason string, open bool)
+	// Limits, when set, is the process's registry of per-API concurrency limits: a call of a
+	// profile with a concurrency block waits there for a slot after the breaker and the budget
+	// (see limit.go). Criticality is the run's tier there; the zero value is Normal.
+	Limits      *Limits
+	Criticality bulkhead.Tier
+	// ForcedRoute, when set, is the operator's forced-open flag per granted route pattern, read
+	// after the grant and before the breaker: while it says open for the call's route, the call
+	// is shed as with ForcedOpen, with reason "forced open by the operator on route ROUTE: ".
+	ForcedRoute func(route string) (reason string, open bool)
 }
 
 // Values of TraceEntry.Probe.
@@ -89,6 +99,9 @@ type TraceEntry struct {
 	// Probe is set on a call that was picked to probe health_check: "ok" (the breaker closed and
 	// the call went on) or "not_ready" (the call was shed). The probe itself is never an entry.
 	Probe string `json:"probe,omitempty"`
+	// QueueMs is how long the call waited for a slot of its API's concurrency limit; 0 (and not
+	// written) when it did not wait.
+	QueueMs float64 `json:"queue_ms,omitempty"`
 }
 
 // Counters are the run's call tallies.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plimsoll/plimsoll/breaker"
+	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -34,6 +35,10 @@ type Broker struct {
 	tool       string
 	onRecord   func(TraceEntry)      // optional live view of the trace
 	forcedOpen func() (string, bool) // the operator's flag for the profile; nil when none
+
+	limits    *Limits                     // the process's per-API limits; nil when none (limit.go)
+	tier      bulkhead.Tier               // the run's criticality at the API limit
+	routeOpen func(string) (string, bool) // the operator's flag per route pattern (forcedroute.go)
 
 	mu        sync.Mutex
 	breaker   *breaker.Breaker
@@ -63,6 +68,7 @@ func New(cfg Config) (*Broker, error) {
 		allowed:    allowedHeaders(p),
 		breaker:    breaker.New(p.HealthCheck != nil),
 	}
+	r.limits, r.tier, r.routeOpen = cfg.Limits, cfg.Criticality, cfg.ForcedRoute // limit.go, forcedroute.go
 	if r.transport == nil {
 		r.transport = sharedTransport
 	}
@@ -191,6 +197,9 @@ func (r *Broker) begin(tk ticket, req Request) *Started {
 		return r.answered(r.answer(s.entry, ownAnswer(http.StatusForbidden, Denied, reason, nil), Denied, reason, tk.at))
 	}
 	s.entry.Route = route.String()
+	if resp, forced := r.routeForced(s.entry, tk.at); forced {
+		return r.answered(resp)
+	}
 	a := r.admission(tk.at)
 	if a.decision == breaker.Probe {
 		s.probe = true
@@ -213,7 +222,7 @@ func (s *Started) Complete(ctx context.Context) Response {
 			return resp
 		}
 	}
-	return r.forward(ctx, s.req, s.entry, s.at)
+	return r.limitedForward(ctx, s)
 }
 
 // Finish ends the run and returns its audit line. Later calls are answered but not recorded.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/breaker"
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/bulkhead"
 )
 
 // The deterministic simulation of one run's broker under concurrent calls (issue 12, seed 003's
@@ -34,6 +35,7 @@ type simRun struct {
 	health   bool
 	calls    []simCall
 	regimes  []regime
+	limit    string // a concurrency block in front (issue 26), or "": the breaker rules still hold
 }
 
 type simCall struct {
@@ -64,6 +66,10 @@ func drawRun(seed uint64) simRun {
 		rg.mixed = rng.IntN(2) == 0
 		r.regimes = append(r.regimes, rg)
 		at = rg.to
+	}
+	if rng.IntN(2) == 0 {
+		r.limit = fmt.Sprintf("concurrency:\n  limit: %d\n  max_queue: %d\n  queue_timeout: %dms\n",
+			1+rng.IntN(r.inflight), rng.IntN(4), 50+rng.IntN(500))
 	}
 	return r
 }
@@ -174,11 +180,11 @@ func simulate(t *testing.T, run simRun) (api *simAPI, trace []broker.TraceEntry,
 		health = "health_check: GET /status\n"
 	}
 	p := writeProfile(t, "http://sim.invalid/v1", fmt.Sprintf(
-		"routes:\n  - GET /items/*\n%sbudget:\n  calls: %d\nlimits:\n  call_timeout: 10s\n  max_inflight: %d\n",
-		health, run.budget, run.inflight))
+		"routes:\n  - GET /items/*\n%sbudget:\n  calls: %d\nlimits:\n  call_timeout: 10s\n  max_inflight: %d\n%s",
+		health, run.budget, run.inflight, run.limit))
 	synctest.Test(t, func(t *testing.T) {
 		api = &simAPI{run: run, start: time.Now()}
-		b := newRun(t, p, api)
+		b := newLimitedRun(t, p, api, broker.NewLimits(), "run-test", bulkhead.Normal)
 		sem := make(chan struct{}, run.inflight)
 		var wg sync.WaitGroup
 		for i, c := range run.calls {

@@ -41,7 +41,7 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 	}
 
 	secret, secretErr := p.ResolveSecret(rt.getenv)
-	b, err := rt.newBroker(runID, tool, p, secret, opts.OnCall, opts.ForcedOpen)
+	b, err := rt.newBroker(runID, tool, p, secret, opts)
 	if err != nil {
 		return unbrokered(runID, p.Name, tool, setupError("start the broker", err))
 	}
@@ -78,14 +78,15 @@ func (rt *Runtime) enter() bool {
 	return true
 }
 
-func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, onCall func(broker.TraceEntry), forced func() (string, bool)) (*broker.Broker, error) {
+func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, opts RunOptions) (*broker.Broker, error) {
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
-		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: onCall, ForcedOpen: forced})
+		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: opts.OnCall, ForcedOpen: opts.ForcedOpen,
+		Limits: rt.limits, Criticality: opts.Criticality, ForcedRoute: opts.ForcedRoute})
 }
 
 // refused is the result of a run that never started; its broker records no calls.
 func (rt *Runtime) refused(runID string, tool Tool, p *profiles.Profile, err error) Result {
-	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{}, nil, nil)
+	b, berr := rt.newBroker(runID, tool, p, profiles.Secret{}, RunOptions{})
 	if berr != nil {
 		return unbrokered(runID, p.Name, tool, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/hostfuncs"
 )
 
@@ -61,6 +62,7 @@ type Runtime struct {
 	opts    Options
 	slots   chan struct{}
 	kinds   map[kindID]guestKind
+	limits  *broker.Limits // the per-API concurrency limits its runs share (limits.go)
 
 	executing atomic.Int64  // runs inside execute
 	idle      chan struct{} // a token when executing drops to 0
@@ -94,7 +96,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{cache: cache, dir: dir, opts: opts, getenv: getenv, idle: make(chan struct{}, 1)}
+	rt := &Runtime{cache: cache, dir: dir, opts: opts, getenv: getenv, idle: make(chan struct{}, 1), limits: broker.NewLimits()}
 	rt.closing, rt.closeRuns = context.WithCancel(context.Background())
 	n := opts.MaxConcurrent
 	if n <= 0 {

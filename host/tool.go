@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/bulkhead"
 )
 
 // Tool is what a run runs: JavaScript source for the JS engine, or a wasip1 module of its own.
@@ -89,4 +90,11 @@ type RunOptions struct {
 	// goroutine until and after the run ends. A run refused before it had a broker never
 	// calls it.
 	OnStart func(state func() broker.State)
+	// Criticality is the run's tier at a profile's concurrency limit (issue 26): when the API
+	// is at its limit, a more critical call displaces a less critical one from the queue and
+	// waits longer. The zero value is bulkhead.Normal.
+	Criticality bulkhead.Tier
+	// ForcedRoute, when set, is the operator's forced-open flag per granted route pattern
+	// (broker.Config.ForcedRoute).
+	ForcedRoute func(route string) (reason string, open bool)
 }
