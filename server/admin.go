@@ -38,6 +38,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /admin/profiles/{name}/force-open", s.adminAuth(s.mutation(s.handleForceOpen)))
 	mux.Handle("DELETE /admin/profiles/{name}/force-open", s.adminAuth(s.mutation(s.handleClearForced)))
 	mux.Handle("POST /admin/reload", s.adminAuth(s.mutation(s.handleReload)))
+	s.limitRoutes(mux) // limits.go
 }
 
 // adminAuth requires the admin token, when there is one. A token is compared in constant time

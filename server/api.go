@@ -243,6 +243,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	}
 	var st *streamer
 	opts := s.plane.runOptions(runID, c.Name, p.Name)
+	opts.Criticality = tierFrom(r.Header.Get(HeaderCriticality)) // the API limit's tier (limits.go)
 	if acceptsNDJSON(r) {
 		st = newStreamer(w)
 		opts.OnCall, opts.OnLog = st.call, st.log

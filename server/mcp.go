@@ -91,9 +91,9 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 		return s.refuseMCP(call, errors.New("the daemon is shutting down: retry on another replica or after the restart"))
 	}
 	defer s.runs.leave()
-	crit, err := admission.ParseCriticality(call.Header.Get(HeaderCriticality))
+	crit, err := mcpCriticality(call) // limits.go
 	if err != nil {
-		return s.refuseMCP(call, fmt.Errorf("header %s: %w", HeaderCriticality, err))
+		return s.refuseMCP(call, err)
 	}
 	t0 := time.Now()
 	release, err := s.adm.Acquire(ctx, crit)
@@ -122,6 +122,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	t1 := time.Now()
 	opts := s.plane.runOptions(runID, call.Caller.Name, call.Profile.Name) // forced-open flags, live state
 	opts.OnCall = call.OnCall
+	opts.Criticality = tierOf(crit) // the API limit's tier (limits.go)
 	res := s.rt.RunWith(runCtx, call.Tool, call.Profile, call.Input, opts)
 	s.plane.ended(runID)
 	s.finishRecord(auditRecord{Audit: res.Audit, Client: call.Caller.Name, MCPClient: call.MCPClient}, res, time.Since(t1))

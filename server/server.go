@@ -142,6 +142,7 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rt = rt
+	s.metrics.reg.MustRegister(limitsCollector{s}) // limits.go
 	return s, nil
 }
 

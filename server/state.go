@@ -20,6 +20,8 @@ type controlPlane struct {
 
 	mu   sync.Mutex
 	live map[string]*liveRun // by run id
+
+	routes *forcedFlags // forced-open flags per route pattern, keyed by routeKey (forceroute.go)
 }
 
 // liveRun is one run between its broker's start and its end.
@@ -29,14 +31,14 @@ type liveRun struct {
 }
 
 func newControlPlane() *controlPlane {
-	return &controlPlane{flags: newForcedFlags(), live: map[string]*liveRun{}}
+	return &controlPlane{flags: newForcedFlags(), routes: newForcedFlags(), live: map[string]*liveRun{}}
 }
 
 // runOptions are a run's host options: its id, its profile's forced-open flag, and the hook
 // that makes it a live run once its broker exists. Every run the daemon executes goes through
 // it, and through ended when RunWith returns.
 func (cp *controlPlane) runOptions(runID, client, profile string) host.RunOptions {
-	return host.RunOptions{RunID: runID, ForcedOpen: cp.flags.cell(profile).read,
+	return host.RunOptions{RunID: runID, ForcedOpen: cp.flags.cell(profile).read, ForcedRoute: cp.routeFlag(profile),
 		OnStart: func(state func() broker.State) {
 			cp.mu.Lock()
 			cp.live[runID] = &liveRun{client: client, state: state}

@@ -16,9 +16,10 @@ import (
 )
 
 const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] [--json]
-       plimsoll-run admin force-open NAME --reason R [--admin ADDR] [--json]
-       plimsoll-run admin clear NAME [--admin ADDR] [--json]
+       plimsoll-run admin force-open NAME [--route "METHOD /path"] --reason R [--admin ADDR] [--json]
+       plimsoll-run admin clear NAME [--route "METHOD /path"] [--admin ADDR] [--json]
        plimsoll-run admin reload [--admin ADDR] [--json]
+` + limitsSynopsis + `
 
 The daemon's admin plane (plimsoll-run serve --admin). A forced-open profile sheds every call of
 its live and new runs until cleared; the flag survives profile reloads and is lost on restart.
@@ -31,6 +32,8 @@ type adminCmd struct {
 	addr, tokenEnv, reason, profile string
 	json                            bool
 	e                               env
+	retune                          func() map[string]any // the retune flags given (adminlimits.go)
+	route                           string                // force-open and clear per route pattern
 }
 
 func cmdAdmin(ctx context.Context, args []string, e env) int {
@@ -53,7 +56,14 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		fs.StringVar(&c.profile, "profile", "", "only profile `NAME`")
 	case "force-open":
 		fs.StringVar(&c.reason, "reason", "", "why (`R`): shown on every shed call and audit line")
-	case "clear", "reload":
+		fs.StringVar(&c.route, "route", "", "only this granted route pattern, such as \"GET /pets/*\"")
+	case "limits":
+		fs.StringVar(&c.profile, "profile", "", "only profile `NAME`")
+	case "retune":
+		c.retune = retuneFlags(fs)
+	case "clear":
+		fs.StringVar(&c.route, "route", "", "the route pattern forced open with force-open --route")
+	case "reload":
 	default:
 		fmt.Fprintf(e.stderr, "plimsoll-run admin: unknown subcommand %q\n\nusage: %s\n", sub, adminSynopsis)
 		return exitConfig
@@ -72,7 +82,7 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: unexpected argument %q\n", sub, fs.Arg(0))
 		return exitConfig
 	}
-	needsName := sub == "force-open" || sub == "clear"
+	needsName := sub == "force-open" || sub == "clear" || sub == "retune"
 	switch {
 	case needsName && name == "":
 		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: a profile NAME is required\n", sub)
@@ -83,6 +93,9 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 	case sub == "force-open" && strings.TrimSpace(c.reason) == "":
 		fmt.Fprintf(e.stderr, "plimsoll-run admin force-open: --reason is required: say why, it is shown on every shed call and audit line\n")
 		return exitConfig
+	}
+	if c.route != "" && (sub == "force-open" || sub == "clear") {
+		return c.forceRoute(ctx, sub, name)
 	}
 	switch sub {
 	case "state":
@@ -95,6 +108,14 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		return c.do(ctx, "POST", "/admin/profiles/"+url.PathEscape(name)+"/force-open", map[string]string{"reason": c.reason}, c.printForced)
 	case "clear":
 		return c.do(ctx, "DELETE", "/admin/profiles/"+url.PathEscape(name)+"/force-open", nil, c.printForced)
+	case "limits":
+		q := ""
+		if c.profile != "" {
+			q = "?profile=" + url.QueryEscape(c.profile)
+		}
+		return c.do(ctx, "GET", "/admin/limits"+q, nil, c.printLimits)
+	case "retune":
+		return c.do(ctx, "POST", "/admin/limits/"+url.PathEscape(name)+"/retune", c.retune(), c.printLimits)
 	default:
 		return c.do(ctx, "POST", "/admin/reload", nil, c.printReload)
 	}

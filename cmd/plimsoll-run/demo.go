@@ -20,22 +20,29 @@ type demoFlags struct {
 	noHealth   bool
 	tool       string
 	input      string
+	runs       int // demo --runs N: the API limit learning a knee (demoruns.go)
+	seconds    int
 }
 
 func cmdDemo(ctx context.Context, args []string, e env) int {
 	var f demoFlags
-	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON]]", e)
+	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON]]\n       plimsoll-run demo --runs N [--seconds S]", e)
 	fs.IntVar(&f.status, "status", 503, "what the overloaded API answers: 503 or 429")
 	fs.StringVar(&f.retryAfter, "retry-after", "5", "the overloaded API's Retry-After in `SECONDS`, or none")
 	fs.BoolVar(&f.noHealth, "no-health", false, "leave health_check out of the demo profile")
 	fs.StringVar(&f.tool, "tool", "", "run this JS `FILE` against the calm demo API instead of the overload chart")
 	fs.StringVar(&f.input, "input", "", "input for --tool: `JSON` or @FILE")
+	fs.IntVar(&f.runs, "runs", 0, "run `N` tools at once against an API with a knee of 16, behind an adaptive limit")
+	fs.IntVar(&f.seconds, "seconds", 6, "how long each of the --runs tools calls, in `S` seconds")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if err := f.check(); err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
+	}
+	if f.runs > 0 {
+		return demoRuns(ctx, f, e)
 	}
 	if f.retryAfter == "none" {
 		f.retryAfter = ""
@@ -81,6 +88,12 @@ func (f demoFlags) check() error {
 	}
 	if f.input != "" && f.tool == "" {
 		return fmt.Errorf("--input goes with --tool")
+	}
+	if f.runs < 0 || f.runs > 1000 || (f.runs > 0 && f.tool != "") {
+		return fmt.Errorf("--runs %d: want 1 to 1000 runs, and no --tool", f.runs)
+	}
+	if f.seconds < 1 || f.seconds > 300 {
+		return fmt.Errorf("--seconds %d: want 1 to 300", f.seconds)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ func summary(p *profiles.Profile) string {
 	if p.Preamble != "" {
 		parts = append(parts, "preamble "+p.Preamble)
 	}
+	if p.Concurrency != nil {
+		parts = append(parts, "concurrency "+p.Concurrency.String())
+	}
 	return strings.Join(parts, ", ")
 }
 

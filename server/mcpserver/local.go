@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
 )
@@ -41,7 +43,14 @@ func (l *Local) Profile(name string) (*profiles.Profile, bool) {
 func (l *Local) Run(ctx context.Context, c Call) host.Result {
 	l.running.Add(1)
 	defer l.running.Done()
-	res := l.Runtime.RunWith(ctx, c.Tool, c.Profile, c.Input, host.RunOptions{OnCall: c.OnCall})
+	tier, err := bulkhead.ParseTier(c.Criticality)
+	if err != nil {
+		res := host.Result{Err: fmt.Errorf("_meta %s: %w", MetaCriticality, err)}
+		res.Audit = broker.NewAudit("", c.Profile.Name, c.Tool.Name, broker.StatusError, res.Err)
+		l.Audit(AuditLine(res.Audit, c.Caller.Name, c.MCPClient))
+		return res
+	}
+	res := l.Runtime.RunWith(ctx, c.Tool, c.Profile, c.Input, host.RunOptions{OnCall: c.OnCall, Criticality: tier})
 	l.Audit(AuditLine(res.Audit, c.Caller.Name, c.MCPClient))
 	return res
 }

@@ -38,6 +38,9 @@ type Call struct {
 	Digest    string      // "sha256:<hex>" of the code
 	Input     []byte      // JSON; "null" when the call has none
 	Header    http.Header // the HTTP request's headers; nil over stdio
+	// Criticality is the call's _meta "plimsoll/criticality" (MetaCriticality), "" when none:
+	// the run's tier at the daemon's queue and at the API's concurrency limit.
+	Criticality string
 	// OnCall, when set, sees each trace entry as the broker records it (host.RunOptions.OnCall).
 	OnCall func(broker.TraceEntry)
 }
@@ -285,6 +288,7 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 		if req.Extra != nil {
 			call.Header = req.Extra.Header
 		}
+		call.Criticality = metaCriticality(req.Params.GetMeta())
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			pr := startProgress(ctx, req.Session, tok, s.opts.ProgressEvery)
 			defer pr.stop()

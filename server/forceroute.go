@@ -1,0 +1,97 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Force-open per route pattern (issue 26): POST|DELETE /admin/profiles/{name}/routes/force-open
+// with {"route": "GET /pets/*", "reason": "..."}. Like a profile's flag, it sheds the route's
+// calls of live and new runs, survives reloads and is lost on restart.
+
+func (s *Server) routeForceRoutes(mux *http.ServeMux) {
+	mux.Handle("POST /admin/profiles/{name}/routes/force-open", s.adminAuth(s.mutation(s.handleForceRoute)))
+	mux.Handle("DELETE /admin/profiles/{name}/routes/force-open", s.adminAuth(s.mutation(s.handleForceRoute)))
+}
+
+func routeKey(profile, route string) string { return profile + "\x00" + route }
+
+// routeFlag is what a run's broker reads at each call: the flag of its profile's route, if set.
+func (cp *controlPlane) routeFlag(profile string) func(string) (string, bool) {
+	return func(route string) (string, bool) {
+		if f := cp.routes.get(routeKey(profile, route)); f != nil {
+			return f.Reason, true
+		}
+		return "", false
+	}
+}
+
+// ForceRouteAnswer is the answer to POST and DELETE /admin/profiles/{name}/routes/force-open.
+type ForceRouteAnswer struct {
+	Profile    string      `json:"profile"`
+	Route      string      `json:"route"`
+	ForcedOpen *ForcedOpen `json:"forced_open"`       // null once cleared
+	Was        *ForcedOpen `json:"cleared,omitempty"` // on DELETE: the flag lifted, if any
+	Note       string      `json:"note"`
+}
+
+func (s *Server) handleForceRoute(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		refuse(w, http.StatusUnsupportedMediaType, "Content-Type", `the body must be application/json: {"route": "GET /pets/*", "reason": "..."}`)
+		return
+	}
+	var body struct {
+		Route  string  `json:"route"`
+		Reason *string `json:"reason"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		refuse(w, http.StatusBadRequest, "body", `the body must be {"route": "...", "reason": "..."}: `+err.Error())
+		return
+	}
+	p, ok := s.store.Get(name)
+	if !ok {
+		refuse(w, http.StatusNotFound, "name", "no profile "+name+" is served")
+		return
+	}
+	var granted []string
+	for _, rt := range p.Routes {
+		granted = append(granted, rt.String())
+	}
+	if !slices.Contains(granted, body.Route) {
+		refuse(w, http.StatusBadRequest, "route", quoteRoute(body.Route)+" is not one of the profile's routes: "+strings.Join(granted, ", "))
+		return
+	}
+	key := routeKey(name, body.Route)
+	if r.Method == http.MethodDelete {
+		was := s.plane.routes.clear(key)
+		writeJSON(w, http.StatusOK, ForceRouteAnswer{Profile: name, Route: body.Route, Was: was, Note: forcedNote})
+		return
+	}
+	reason := ""
+	if body.Reason != nil {
+		reason = strings.TrimSpace(*body.Reason)
+	}
+	if msg := checkReason(reason); msg != "" {
+		refuse(w, http.StatusBadRequest, "reason", msg)
+		return
+	}
+	f := s.plane.routes.set(key, reason, time.Now().UTC())
+	s.log.Warn("route forced open by the operator: its calls are shed until cleared", "profile", name, "route", body.Route, "reason", reason)
+	writeJSON(w, http.StatusOK, ForceRouteAnswer{Profile: name, Route: body.Route, ForcedOpen: &f, Note: forcedNote})
+}
+
+func quoteRoute(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
