@@ -19,7 +19,7 @@ import (
 // for concurrent calls. Decisions are taken under one lock; network I/O happens outside it.
 //
 // This file holds the run's lifecycle (New, Call, Finish). The rest is split by concern:
-// admission.go (breaker and budget), upstream.go (forward, probe, response reading),
+// gate.go (breaker and budget), upstream.go (forward, probe, response reading),
 // redact.go, record.go (trace, counters, audit line), request.go, path.go and headers.go (what a
 // request may be), response.go (what the guest gets back).
 type Broker struct {
@@ -200,12 +200,12 @@ func (r *Broker) begin(tk ticket, req Request) *Started {
 	if resp, forced := r.routeForced(s.entry, tk.at); forced {
 		return r.answered(resp)
 	}
-	a := r.admission(tk.at)
+	a := r.gate(tk.at)
 	if a.decision == breaker.Probe {
 		s.probe = true
 		return s
 	}
-	if resp, refused := r.refuseAdmission(s.entry, a, tk.at); refused {
+	if resp, refused := r.refuseAtGate(s.entry, a, tk.at); refused {
 		return r.answered(resp)
 	}
 	return s

@@ -27,7 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -210,12 +210,12 @@ func newSpecgenFixture(t *testing.T) *specgenFixture {
 	require.Equal(t, 1, strings.Count(string(doc), specgenStandInURL), "the document names its stand-in server once")
 	specPath := writeFile(t, t.TempDir(), "petstore.yaml", strings.Replace(string(doc), specgenStandInURL, srv.URL+"/v1", 1))
 
-	spec, err := specgen.Load(specPath)
+	spec, err := apigen.Load(specPath)
 	require.NoError(t, err)
 	require.Empty(t, spec.Warnings(), "every operation of the document is generated")
 	require.Equal(t, specgenName, spec.Name())
 	dir := filepath.Join(t.TempDir(), "profiles")
-	require.NoError(t, specgen.WriteAll(spec, dir, ""))
+	require.NoError(t, apigen.WriteAll(spec, dir, ""))
 
 	p, err := profiles.Load(dir, specgenName)
 	require.NoError(t, err, "the generated profile loads as it is")
@@ -266,7 +266,7 @@ func (r specgenRun) outcomes() []string {
 func TestSpecgenEndToEnd(t *testing.T) {
 	t.Run("generated files", func(t *testing.T) {
 		f := newSpecgenFixture(t)
-		files := specgen.FilesFor(specgenName)
+		files := apigen.FilesFor(specgenName)
 		assert.Equal(t, "GET /status\n", readFile(t, filepath.Join(f.dir, files.Health)))
 		require.NotNil(t, f.profile.HealthCheck)
 		assert.Equal(t, "GET /status", f.profile.HealthCheck.String(), "the tagged route, not the untagged /healthz")

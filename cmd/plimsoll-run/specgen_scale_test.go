@@ -26,7 +26,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/internal/testcache"
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -58,11 +58,11 @@ func realSpec(tb testing.TB, file string) []byte {
 	return data
 }
 
-var realSpecCache sync.Map // name → *specgen.Spec, parsed once per test binary
+var realSpecCache sync.Map // name → *apigen.Spec, parsed once per test binary
 
 // realGenerated parses a real document with its server replaced by base, writes every output into
 // a temporary directory, and returns the directory and the loaded profile.
-func realGenerated(tb testing.TB, d realDoc, base string) (string, *profiles.Profile, *specgen.Spec) {
+func realGenerated(tb testing.TB, d realDoc, base string) (string, *profiles.Profile, *apigen.Spec) {
 	tb.Helper()
 	doc := realSpec(tb, d.file)
 	text := string(doc)
@@ -70,12 +70,12 @@ func realGenerated(tb testing.TB, d realDoc, base string) (string, *profiles.Pro
 		require.Contains(tb, text, `"url": "`+d.standIn+`"`)
 		text = strings.Replace(text, `"url": "`+d.standIn+`"`, `"url": "`+base+`"`, 1)
 	}
-	spec, err := specgen.Loader{}.Parse([]byte(text), d.file)
+	spec, err := apigen.Loader{}.Parse([]byte(text), d.file)
 	require.NoError(tb, err)
 	dir := filepath.Join(tb.TempDir(), "profiles")
-	// With the document's own server the name is d.name (preamble/specgen TestRealDescriptions);
+	// With the document's own server the name is d.name (preamble/apigen TestRealDescriptions);
 	// with a loopback server it would come from the title, so it is given here.
-	require.NoError(tb, specgen.WriteAll(spec, dir, d.name))
+	require.NoError(tb, apigen.WriteAll(spec, dir, d.name))
 	p, err := profiles.LoadFile(filepath.Join(dir, d.name+".yaml"))
 	require.NoError(tb, err, "the generated profile loads as it is")
 	return dir, p, spec

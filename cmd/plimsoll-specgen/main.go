@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 )
 
 const usageText = `usage: plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR]
@@ -95,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "run plimsoll-specgen -h for usage")
 		return 2
-	case errors.Is(err, specgen.ErrHealthTag), errors.Is(err, specgen.ErrInvalidDocument):
+	case errors.Is(err, apigen.ErrHealthTag), errors.Is(err, apigen.ErrInvalidDocument):
 		return 2
 	}
 	return 1
@@ -125,11 +125,11 @@ func generate(stdout, stderr io.Writer, o options) error {
 		return usageError{fmt.Sprintf("specgen: -emit %q: want one of %s", o.emit, strings.Join(kinds, ", "))}
 	case o.lang != "js":
 		return usageError{fmt.Sprintf("specgen: -lang %q: only js is supported", o.lang)}
-	case o.name != "" && !specgen.ValidName(o.name):
+	case o.name != "" && !apigen.ValidName(o.name):
 		return usageError{fmt.Sprintf("specgen: -name %q: use letters, digits, '-' and '_' only", o.name)}
 	}
 
-	spec, err := specgen.Loader{AllowFileRefs: o.fileRefs}.Load(o.args[0])
+	spec, err := apigen.Loader{AllowFileRefs: o.fileRefs}.Load(o.args[0])
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func generate(stdout, stderr io.Writer, o options) error {
 		if dir == "" {
 			dir = "."
 		}
-		if err := specgen.WriteAll(spec, dir, name); err != nil {
+		if err := apigen.WriteAll(spec, dir, name); err != nil {
 			return err
 		}
 		n := 4
@@ -162,7 +162,7 @@ func generate(stdout, stderr io.Writer, o options) error {
 		return nil
 	}
 
-	files := specgen.FilesFor(name)
+	files := apigen.FilesFor(name)
 	var text, file string
 	switch o.emit {
 	case "routes":
@@ -187,7 +187,7 @@ func generate(stdout, stderr io.Writer, o options) error {
 		}
 		text = health + "\n"
 	case "profile":
-		p, err := spec.Profile(specgen.ProfileOptions{Name: name})
+		p, err := spec.Profile(apigen.ProfileOptions{Name: name})
 		if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func generate(stdout, stderr io.Writer, o options) error {
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return err
 	}
-	return specgen.WriteFile(filepath.Join(o.outDir, file), []byte(text))
+	return apigen.WriteFile(filepath.Join(o.outDir, file), []byte(text))
 }
 
 func contains(list []string, s string) bool {

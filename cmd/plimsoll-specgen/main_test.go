@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 )
 
-const store = "../../preamble/specgen/testdata/store.yaml"
+const store = "../../preamble/apigen/testdata/store.yaml"
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
@@ -50,11 +50,11 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestEmitToStdout(t *testing.T) {
-	s, err := specgen.Load(store)
+	s, err := apigen.Load(store)
 	require.NoError(t, err)
 	pre, err := s.Preamble()
 	require.NoError(t, err)
-	prof, err := s.Profile(specgen.ProfileOptions{})
+	prof, err := s.Profile(apigen.ProfileOptions{})
 	require.NoError(t, err)
 	for kind, want := range map[string]string{
 		"routes":      strings.Join(s.Routes(), "\n") + "\n",

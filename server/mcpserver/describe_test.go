@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -55,10 +55,10 @@ func TestDescriptionFileOrInlineText(t *testing.T) {
 // plimsoll-specgen -emit all writes the description file and names it in the profile; the tool
 // description is then the convention line and that file's text, whole.
 func TestSpecgenProfileNamesItsDescription(t *testing.T) {
-	spec, err := specgen.Loader{}.Load("../../preamble/specgen/testdata/store.yaml")
+	spec, err := apigen.Loader{}.Load("../../preamble/apigen/testdata/store.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	require.NoError(t, specgen.WriteAll(spec, dir, "store"))
+	require.NoError(t, apigen.WriteAll(spec, dir, "store"))
 	p, err := profiles.Load(dir, "store")
 	require.NoError(t, err)
 	assert.Equal(t, "store.description.txt", p.Description)
@@ -78,4 +78,9 @@ func TestCutAndTail(t *testing.T) {
 	assert.Equal(t, `"not json"`, string(OutputJSON([]byte("not json"))))
 	assert.Equal(t, `null`, string(OutputJSON(nil)))
 	assert.Equal(t, `{"a":1}`, string(OutputJSON([]byte(" {\"a\":1}\n"))))
+}
+
+// Output that is not UTF-8 is still a valid JSON string, each bad byte a U+FFFD.
+func TestOutputJSONInvalidUTF8(t *testing.T) {
+	assert.Equal(t, "\"a\uFFFDb\"", string(OutputJSON([]byte("a\xffb"))))
 }

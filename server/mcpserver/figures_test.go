@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -30,7 +30,7 @@ func TestDescriptionTokens(t *testing.T) {
 		real = "../../../shared/realspecs"
 	}
 	docs := []struct{ name, path string }{
-		{"store (small, testdata)", "../../preamble/specgen/testdata/store.yaml"},
+		{"store (small, testdata)", "../../preamble/apigen/testdata/store.yaml"},
 		{"github", filepath.Join(real, "github-api.github.com.json.gz")},
 		{"stripe", filepath.Join(real, "stripe-spec3.json.gz")},
 	}
@@ -60,12 +60,12 @@ func TestDescriptionTokens(t *testing.T) {
 				t.Fatal(err)
 			}
 		} else {
-			spec, err := specgen.Loader{}.Load(path)
+			spec, err := apigen.Loader{}.Load(path)
 			if err != nil {
 				t.Logf("%s: %v; skipped", d.name, err)
 				continue
 			}
-			if err := specgen.WriteAll(spec, dir, "api"); err != nil {
+			if err := apigen.WriteAll(spec, dir, "api"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,16 +1,16 @@
-// Package specgen turns one OpenAPI document into everything a plimsoll run needs for that API:
+// Package apigen (generated API artefacts) turns one OpenAPI document into everything a plimsoll run needs for that API:
 // the grant profile's route list, a JavaScript client library (the per-API preamble), the tool
 // description an agent's model reads, the one-line health file and a complete profile skeleton.
 // The routes, the client and the health route all come from the same document, so nothing is
 // copied by hand and nothing drifts.
 //
-//	spec, err := specgen.Load("petstore.yaml") // OpenAPI 3.0 or 3.1, YAML or JSON, $refs resolved
+//	spec, err := apigen.Load("petstore.yaml") // OpenAPI 3.0 or 3.1, YAML or JSON, $refs resolved
 //	spec.Routes()                              // ["GET /pets", "GET /pets/*", ...]
 //	spec.Preamble()                            // JS: api.getPet({petId: 42}), ...
 //	spec.Description()                         // what the model reads
 //	spec.Health()                              // "GET /status", true — only when tagged
-//	spec.Profile(specgen.ProfileOptions{...})  // YAML, as in ARCHITECTURE.md "Grant profiles"
-//	specgen.WriteAll(spec, dir, "petstore")    // all of it, into dir
+//	spec.Profile(apigen.ProfileOptions{...})  // YAML, as in ARCHITECTURE.md "Grant profiles"
+//	apigen.WriteAll(spec, dir, "petstore")    // all of it, into dir
 //
 // # Health route
 //
@@ -102,4 +102,4 @@
 // Known kin-openapi limits that matter here: 3.2 is partial (the QUERY method and
 // additionalOperations parse, and are skipped as methods the broker does not allow); map order
 // of properties is not kept, so the description lists properties by name.
-package specgen
+package apigen

@@ -9,8 +9,8 @@ import (
 	"github.com/plimsoll/plimsoll/breaker"
 )
 
-// admission is what the breaker and the budget say about one call, decided under one lock.
-type admission struct {
+// verdict is what the breaker and the budget say about one call, decided under one lock.
+type verdict struct {
 	decision   breaker.Decision
 	outcome    Outcome // Shed or OverBudget when the call must not go on; "" otherwise
 	reason     string
@@ -27,20 +27,20 @@ const forcedRetryAfter = int(breaker.MaxRetryAfter / time.Second)
 
 // forcedShed reads the operator's flag; when it is set, the call is shed without consulting the
 // breaker (so no probe is picked) or the budget.
-func (r *Broker) forcedShed() (admission, bool) {
+func (r *Broker) forcedShed() (verdict, bool) {
 	if r.forcedOpen == nil {
-		return admission{}, false
+		return verdict{}, false
 	}
 	why, open := r.forcedOpen()
 	if !open {
-		return admission{}, false
+		return verdict{}, false
 	}
 	r.mu.Lock()
 	if !r.finished {
 		r.forced = why
 	}
 	r.mu.Unlock()
-	return admission{decision: breaker.Shed, outcome: Shed, reason: ForcedOpenReason + why, retryAfter: forcedRetryAfter}, true
+	return verdict{decision: breaker.Shed, outcome: Shed, reason: ForcedOpenReason + why, retryAfter: forcedRetryAfter}, true
 }
 
 // probeFor sends the health probe for a call picked to probe. The call is shed unless the probe
@@ -52,7 +52,7 @@ func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) 
 		r.mu.Lock()
 		r.breaker.RecordProbe(r.now(), 0)
 		r.mu.Unlock()
-		return r.refuseAdmission(*entry, a, t0)
+		return r.refuseAtGate(*entry, a, t0)
 	}
 	status, ok := r.probe(ctx)
 	if !ok {
@@ -61,12 +61,12 @@ func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) 
 		return r.answer(*entry, shedAnswer(reason, r.retryAfter()), Shed, reason, t0), true
 	}
 	entry.Probe = ProbeOK
-	return r.refuseAdmission(*entry, r.spend(), t0)
+	return r.refuseAtGate(*entry, r.spend(), t0)
 }
 
-// refuseAdmission answers a call the breaker sheds or the budget refuses; refused is false when
+// refuseAtGate answers a call the breaker sheds or the budget refuses; refused is false when
 // the call may be forwarded.
-func (r *Broker) refuseAdmission(entry TraceEntry, a admission, t0 time.Time) (resp Response, refused bool) {
+func (r *Broker) refuseAtGate(entry TraceEntry, a verdict, t0 time.Time) (resp Response, refused bool) {
 	switch a.outcome {
 	case Shed:
 		return r.answer(entry, shedAnswer(a.reason, a.retryAfter), Shed, a.reason, t0), true
@@ -76,15 +76,15 @@ func (r *Broker) refuseAdmission(entry TraceEntry, a admission, t0 time.Time) (r
 	return Response{}, false
 }
 
-// admission takes the breaker's decision and, when the call may go on, charges the budget. The
+// gate takes the breaker's decision and, when the call may go on, charges the budget. The
 // operator's forced-open flag comes first: while it is set, the breaker is not consulted.
-func (r *Broker) admission(now time.Time) admission {
+func (r *Broker) gate(now time.Time) verdict {
 	if a, forced := r.forcedShed(); forced {
 		return a
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := admission{decision: r.breaker.Decide(now)}
+	a := verdict{decision: r.breaker.Decide(now)}
 	switch a.decision {
 	case breaker.Probe:
 		return a // the probe's answer decides; see admit
@@ -99,13 +99,13 @@ func (r *Broker) admission(now time.Time) admission {
 	return r.spendLocked(a)
 }
 
-func (r *Broker) spend() admission {
+func (r *Broker) spend() verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.spendLocked(admission{decision: breaker.Forward})
+	return r.spendLocked(verdict{decision: breaker.Forward})
 }
 
-func (r *Broker) spendLocked(a admission) admission {
+func (r *Broker) spendLocked(a verdict) verdict {
 	if r.spent >= r.profile.Budget.Calls {
 		a.outcome, a.reason = OverBudget, fmt.Sprintf("budget of %d forwarded calls is spent", r.profile.Budget.Calls)
 		return a

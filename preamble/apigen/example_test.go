@@ -1,14 +1,14 @@
-package specgen_test
+package apigen_test
 
 import (
 	"fmt"
 	"log"
 
-	"github.com/plimsoll/plimsoll/preamble/specgen"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 )
 
 func ExampleLoad() {
-	spec, err := specgen.Load("testdata/store.yaml")
+	spec, err := apigen.Load("testdata/store.yaml")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func ExampleLoad() {
 }
 
 func ExampleSpec_Profile() {
-	spec, err := specgen.Parse([]byte(`openapi: 3.1.0
+	spec, err := apigen.Parse([]byte(`openapi: 3.1.0
 info: {title: Tiny, version: "1"}
 servers: [{url: "https://tiny.example.com/api"}]
 components:
@@ -54,7 +54,7 @@ paths:
 	if err != nil {
 		log.Fatal(err)
 	}
-	profile, err := spec.Profile(specgen.ProfileOptions{Preamble: "tiny.preamble.js"})
+	profile, err := spec.Profile(apigen.ProfileOptions{Preamble: "tiny.preamble.js"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package specgen_test
+package apigen_test
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/preamble/apigen"
 	"github.com/plimsoll/plimsoll/preamble/js"
-	"github.com/plimsoll/plimsoll/preamble/specgen"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -20,10 +20,10 @@ import (
 func TestEmittedProfileLoads(t *testing.T) {
 	for _, file := range []string{"testdata/store.yaml", "testdata/store.json", "testdata/store31.yaml", "testdata/hostile.yaml"} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			s, err := specgen.Load(file)
+			s, err := apigen.Load(file)
 			require.NoError(t, err)
 			dir := t.TempDir()
-			require.NoError(t, specgen.WriteAll(s, dir, "api"))
+			require.NoError(t, apigen.WriteAll(s, dir, "api"))
 			p, err := profiles.LoadFile(filepath.Join(dir, "api.yaml"))
 			require.NoError(t, err)
 			require.Equal(t, filepath.Join(dir, "api.preamble.js"), p.Preamble)
@@ -44,7 +44,7 @@ func TestEmittedProfileLoads(t *testing.T) {
 }
 
 func TestPlaceholderProfileLoads(t *testing.T) {
-	s, err := specgen.Parse([]byte(`openapi: 3.0.3
+	s, err := apigen.Parse([]byte(`openapi: 3.0.3
 info: {title: No Server, version: '1'}
 servers: [{url: '/api/v1'}]
 components: {securitySchemes: {basic: {type: http, scheme: basic}}}
@@ -54,7 +54,7 @@ paths:
 `))
 	require.NoError(t, err)
 	dir := t.TempDir()
-	require.NoError(t, specgen.WriteAll(s, dir, ""))
+	require.NoError(t, apigen.WriteAll(s, dir, ""))
 	p, err := profiles.LoadFile(filepath.Join(dir, "no-server.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, "http://127.0.0.1:8080/api/v1", p.BaseURL.String())
@@ -75,12 +75,12 @@ type envelope struct {
 // for the engine: submit answers at once), then the generated one, and checks the envelopes that reach the host: the
 // broker's canonical-path rule accepts every path, and the emitted profile's routes grant it.
 func TestOnTheGenericPreamble(t *testing.T) {
-	s, err := specgen.Load("testdata/store.yaml")
+	s, err := apigen.Load("testdata/store.yaml")
 	require.NoError(t, err)
 	pre, err := s.Preamble()
 	require.NoError(t, err)
 	dir := t.TempDir()
-	require.NoError(t, specgen.WriteAll(s, dir, "store"))
+	require.NoError(t, apigen.WriteAll(s, dir, "store"))
 	prof, err := profiles.LoadFile(filepath.Join(dir, "store.yaml"))
 	require.NoError(t, err)
 

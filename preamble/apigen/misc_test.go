@@ -1,4 +1,4 @@
-package specgen
+package apigen
 
 import (
 	"errors"
