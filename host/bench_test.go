@@ -256,7 +256,7 @@ func BenchmarkWasmToolCompile(b *testing.B) {
 	})
 	b.Run("structure check", func(b *testing.B) {
 		for range b.N {
-			if _, err := checkModule(bin, DefaultModuleLimits); err != nil {
+			if _, err := checkModule(bin, DefaultModuleLimits()); err != nil {
 				b.Fatal(err)
 			}
 		}

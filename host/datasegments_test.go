@@ -9,6 +9,7 @@ import (
 
 	jsguest "github.com/plimsoll/plimsoll/guests/quickjs"
 	"github.com/plimsoll/plimsoll/guests/testguest"
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 )
 
 // TestCoalesceData checks that merging data segments leaves a module's memory after
@@ -68,17 +69,13 @@ func TestCoalesceDataLeavesOtherModulesAlone(t *testing.T) {
 }
 
 func countData(t *testing.T, bin []byte) int {
-	rest := bin[8:]
-	for len(rest) > 0 {
-		size, n := uleb128(rest[1:])
-		if rest[0] == 11 {
-			count, _ := uleb128(rest[1+n:])
-			return int(count)
-		}
-		rest = rest[1+n+int(size):]
-	}
-	t.Fatal("no data section")
-	return 0
+	m, err := wasmbin.Read(bin)
+	require.NoError(t, err)
+	s, ok := m.Section(wasmbin.SectionData)
+	require.True(t, ok, "no data section")
+	n, err := s.Count()
+	require.NoError(t, err)
+	return int(n)
 }
 
 func BenchmarkCoalesceData(b *testing.B) {

@@ -2,12 +2,14 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/internal/testcache"
@@ -84,3 +86,19 @@ routes:
 // exampleCacheDir keeps the example on the test run's shared compilation cache. A program would
 // usually leave Options.CacheDir empty.
 func exampleCacheDir() string { return testcache.Dir() }
+
+// ReadTool turns bytes from anywhere (a file, stdin, a request) into a tool, by the name's
+// extension, refusing anything over MaxToolBytes.
+func ExampleReadTool() {
+	tool, err := host.ReadTool("hello.js", strings.NewReader(`return "hello " + input.name;`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(tool.Name, tool.Kind())
+
+	_, err = host.ToolFromSource("hello.py", []byte(`print("hello")`))
+	fmt.Println(errors.Is(err, host.ErrToolKind), err)
+	// Output:
+	// hello.js js
+	// true tool hello.py: want a .js or .wasm file
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/abi"
 	"github.com/plimsoll/plimsoll/hostfuncs"
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -54,11 +55,7 @@ var extismLogLevel = sync.OnceFunc(func() { extism.SetLogLevel(extism.LogLevelIn
 
 func newExtismKind(rt *Runtime) *extismKind {
 	extismLogLevel()
-	lim := DefaultModuleLimits
-	if rt.opts.MaxModuleBytes > 0 {
-		lim.Bytes = rt.opts.MaxModuleBytes
-	}
-	return &extismKind{rt: rt, limits: lim, compiles: make(chan struct{}, runtime.NumCPU()),
+	return &extismKind{rt: rt, limits: rt.opts.ModuleLimits.withDefaults(), compiles: make(chan struct{}, runtime.NumCPU()),
 		modules: newModuleCache(maxCachedModules, maxCachedModuleBytes), live: map[*extism.CompiledPlugin]struct{}{}}
 }
 
@@ -93,9 +90,17 @@ func (e *PluginImportError) Error() string {
 
 // isExtismPlugin reports whether bin imports from Extism's host modules.
 func isExtismPlugin(bin []byte) bool {
-	imps, _ := readImports(bin)
+	m, _ := wasmbin.Read(bin)
+	if m == nil {
+		return false
+	}
+	s, ok := m.Section(wasmbin.SectionImport)
+	if !ok {
+		return false
+	}
+	imps, _ := s.Imports()
 	for _, im := range imps {
-		if im.module == extismEnv || im.module == hostfuncs.ExtismModule {
+		if im.Module == extismEnv || im.Module == hostfuncs.ExtismModule {
 			return true
 		}
 	}
@@ -104,72 +109,22 @@ func isExtismPlugin(bin []byte) bool {
 
 const extismEnv = "extism:host/env"
 
-type wasmImport struct{ module, name string }
-
-// readImports lists a module's imports from its import section.
-func readImports(bin []byte) ([]wasmImport, error) {
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return nil, malformed("not a WebAssembly binary")
-	}
-	r := &wasmReader{b: bin, at: 8}
-	for !r.done() {
-		id := r.byte()
-		size := r.uleb()
-		if r.err != nil || size > uint64(len(bin)-r.at) {
-			return nil, malformed("section %d runs past the end of the module", id)
-		}
-		end := r.at + int(size)
-		if id != 2 {
-			r.at = end
-			continue
-		}
-		body := &wasmReader{b: bin[:end], at: r.at}
-		n := body.uleb()
-		var out []wasmImport
-		for i := uint64(0); i < n && body.err == nil; i++ {
-			mod := body.name()
-			name := body.name()
-			switch body.byte() {
-			case 0:
-				body.uleb()
-			case 1:
-				body.byte()
-				body.limits()
-			case 2:
-				body.limits()
-			case 3:
-				body.byte()
-				body.byte()
-			default:
-				return out, malformed("import %d has an unknown kind", i)
-			}
-			out = append(out, wasmImport{mod, name})
-		}
-		return out, body.err
-	}
-	return nil, r.err
-}
-
-func (r *wasmReader) name() string {
-	n := r.skipVec()
-	if r.err != nil {
-		return ""
-	}
-	return string(r.b[r.at-int(n) : r.at])
-}
-
 // checkPluginImports refuses imports go-sdk would not resolve, naming them.
-func checkPluginImports(bin []byte) error {
-	imps, err := readImports(bin)
+func checkPluginImports(m *wasmbin.Module) error {
+	s, ok := m.Section(wasmbin.SectionImport)
+	if !ok {
+		return nil
+	}
+	imports, err := s.Imports()
 	if err != nil {
 		return err
 	}
-	for _, im := range imps {
+	for _, im := range imports {
 		switch {
-		case im.module == abi.WASIModule, im.module == extismEnv:
-		case im.module == hostfuncs.ExtismModule && im.name == hostfuncs.ExtismCall:
+		case im.Module == abi.WASIModule, im.Module == extismEnv:
+		case im.Module == hostfuncs.ExtismModule && im.Name == hostfuncs.ExtismCall:
 		default:
-			return &PluginImportError{Module: im.module, Name: im.name}
+			return &PluginImportError{Module: im.Module, Name: im.Name}
 		}
 	}
 	return nil
@@ -183,7 +138,7 @@ func (k *extismKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, l
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkPluginImports(tool.wasm); err != nil {
+	if err := checkPluginImports(shape.mod); err != nil {
 		return nil, nil, setupError("check the plugin's imports", err)
 	}
 	if err := checkFits(shape, limits.Memory); err != nil {
@@ -338,8 +293,8 @@ func (k *extismKind) release() { k.modules.closeAll() }
 func (k *extismKind) call(st *runState, input []byte) (int32, error) {
 	run := st.guest.mod.(pluginRun)
 	cp := run.p
-	budget := &pluginMemory{limit: uint64(st.limits.Memory)}
-	st.inst = &instance{mem: &memory{limit: budget.limit}, mod: closedModule{}}
+	budget := &memory{limit: uint64(st.limits.Memory)}
+	st.inst = &instance{mem: budget, mod: closedModule{}}
 	callCtx := context.WithValue(hostfuncs.WithSession(st.ctx, st.session), kernelKey{}, &kernelFuncs{})
 	port := &ports{ctx: st.ctx, stderr: st.stderr}
 	cfg := wazero.NewModuleConfig().
@@ -371,7 +326,6 @@ func (k *extismKind) call(st *runState, input []byte) (int32, error) {
 	})
 
 	rc, out, err := plugin.CallWithContext(callCtx, run.fn, input)
-	st.inst.mem.refused = budget.refused
 	if err != nil {
 		if msg := plugin.GetErrorWithContext(context.Background()); msg != "" && msg == err.Error() {
 			fmt.Fprintln(st.stderr, msg) // the plugin's own error (pdk.SetError): the run's reason
@@ -409,7 +363,7 @@ func pluginTrap(err error) error {
 type pluginModule struct {
 	closedModule
 	plugin *extism.Plugin
-	budget *pluginMemory
+	budget *memory
 }
 
 func (m pluginModule) Close(ctx context.Context) error {
@@ -423,79 +377,3 @@ func (m pluginModule) Close(ctx context.Context) error {
 type closedModule struct{ api.Module }
 
 func (closedModule) Close(context.Context) error { return nil }
-
-// pluginMemory backs every linear memory of one plugin instance (Extism's kernel and the plugin)
-// under one limit, limits.memory, and remembers a refused growth as memory does.
-type pluginMemory struct {
-	mu      sync.Mutex
-	limit   uint64
-	used    uint64
-	refused uint64
-	mems    []*pluginLinear
-}
-
-type pluginLinear struct {
-	b       *pluginMemory
-	buf     []byte
-	mapped  []byte
-	started bool
-}
-
-func (b *pluginMemory) Allocate(capacity, max uint64) experimental.LinearMemory {
-	m := &pluginLinear{b: b}
-	if r, err := reserve(min(max, b.limit)); err == nil {
-		m.mapped, m.buf = r, r[:0]
-	} else {
-		m.buf = make([]byte, 0, min(capacity, b.limit))
-	}
-	b.mu.Lock()
-	b.mems = append(b.mems, m)
-	b.mu.Unlock()
-	return m
-}
-
-func (m *pluginLinear) Reallocate(size uint64) []byte {
-	b := m.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	cur := uint64(len(m.buf))
-	if b.used-cur+size > b.limit || (m.mapped != nil && size > uint64(len(m.mapped))) {
-		b.refused = size
-		if m.started {
-			return nil
-		}
-		m.started = true // wazero cannot fail the initial allocation; the instance is refused
-		if m.mapped != nil {
-			unreserve(m.mapped)
-			m.mapped = nil
-		}
-		m.buf = make([]byte, size)
-		return m.buf
-	}
-	m.started = true
-	b.used += size - cur
-	switch {
-	case m.mapped != nil:
-		m.buf = m.mapped[:size]
-	case size <= uint64(cap(m.buf)):
-		m.buf = m.buf[:size]
-	default:
-		m.buf = append(m.buf, make([]byte, size-cur)...)
-	}
-	return m.buf
-}
-
-func (m *pluginLinear) Free() {}
-
-// release unmaps the memories; the instance must not run again.
-func (b *pluginMemory) release() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, m := range b.mems {
-		if m.mapped != nil {
-			unreserve(m.mapped)
-		}
-		m.mapped, m.buf = nil, nil
-	}
-	b.mems = nil
-}

@@ -721,13 +721,13 @@ func TestMemoryAllocator(t *testing.T) {
 	m := &memory{limit: 4 * wasmPage}
 	lm := m.Allocate(wasmPage, 0)
 	require.Len(t, lm.Reallocate(wasmPage), wasmPage)
-	copy(m.buf, "kept")
+	copy(m.linears[0].buf, "kept")
 	grown := lm.Reallocate(4 * wasmPage)
 	require.Len(t, grown, 4*wasmPage)
 	require.Equal(t, "kept", string(grown[:4]))
 	require.Nil(t, lm.Reallocate(5*wasmPage))
 	require.Equal(t, uint64(5*wasmPage), m.refused)
-	require.Len(t, m.buf, 4*wasmPage, "a refused growth leaves the memory as it was")
+	require.Len(t, m.linears[0].buf, 4*wasmPage, "a refused growth leaves the memory as it was")
 }
 
 func TestDeclaredMinPages(t *testing.T) {
@@ -753,4 +753,18 @@ func exportedMinPages(t *testing.T, bin []byte) uint64 {
 	mem, ok := m.ExportedMemories()["memory"]
 	require.True(t, ok, "the module exports its memory")
 	return uint64(mem.Min())
+}
+
+// One budget covers every memory of an instance (a plugin and its kernel, say): what one takes,
+// another cannot.
+func TestMemoryBudgetIsShared(t *testing.T) {
+	m := &memory{limit: 4 * wasmPage}
+	a, b := m.Allocate(wasmPage, 4*wasmPage), m.Allocate(wasmPage, 4*wasmPage)
+	defer m.release()
+	require.Len(t, a.Reallocate(3*wasmPage), 3*wasmPage)
+	require.Len(t, b.Reallocate(wasmPage), wasmPage)
+	require.Nil(t, b.Reallocate(2*wasmPage), "3 + 2 pages are over the 4 the budget holds")
+	require.Equal(t, uint64(2*wasmPage), m.refused)
+	require.Len(t, a.Reallocate(2*wasmPage), 2*wasmPage, "a memory may shrink")
+	require.Len(t, b.Reallocate(2*wasmPage), 2*wasmPage, "and what it gave back is free")
 }

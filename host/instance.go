@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -149,74 +150,6 @@ func (inst *instance) close(ctx context.Context) {
 	inst.mem.release()
 }
 
-// memory backs a guest's linear memory and enforces the run's memory limit. wazero's own limit
-// (RuntimeConfig.WithMemoryLimitPages) belongs to the runtime and is baked into compiled code;
-// this one is per instance, and can be lowered when a pooled instance is bound to a profile.
-// It also remembers a refused growth, which is how an out-of-memory trap is told apart from
-// any other.
-//
-// Where the platform allows, the memory is a private anonymous mapping reserved up to the limit:
-// growing it never copies, untouched pages cost no RSS, and it is not on the Go heap, whose
-// collector would otherwise let garbage from growth copies live until the next cycle.
-type memory struct {
-	buf     []byte
-	mapped  []byte // the whole reservation, or nil when the memory is on the Go heap
-	limit   uint64 // bytes
-	refused uint64 // the size of the last growth refused, 0 if none
-	started bool   // the initial allocation is done
-	image   *image // mapped copy-on-write at the start of the reservation, if it fits
-	imaged  bool   // it was
-}
-
-// Allocate implements experimental.MemoryAllocator. A module has at most one memory.
-func (m *memory) Allocate(capacity, max uint64) experimental.LinearMemory {
-	if r, err := reserve(min(max, m.limit)); err == nil {
-		m.mapped, m.buf = r, r[:0]
-		m.imaged = m.image != nil && m.image.mapInto(r)
-	} else {
-		m.buf = make([]byte, 0, capacity)
-	}
-	return m
-}
-
-// Reallocate implements experimental.LinearMemory: it grows the memory to size bytes, or returns
-// nil (memory.grow fails in the guest) when size is over the limit.
-func (m *memory) Reallocate(size uint64) []byte {
-	if size > m.limit || (m.mapped != nil && size > uint64(len(m.mapped))) {
-		m.refused = size
-		if m.started {
-			return nil
-		}
-		// wazero cannot fail the initial allocation. The host refuses such a module before it is
-		// instantiated; should one get here anyway, instantiate sees refused and closes it.
-		m.started = true
-		return make([]byte, size)
-	}
-	m.started = true
-	switch {
-	case m.mapped != nil:
-		m.buf = m.mapped[:size]
-	case size <= uint64(cap(m.buf)):
-		m.buf = m.buf[:size]
-	default:
-		m.buf = append(m.buf, make([]byte, size-uint64(len(m.buf)))...)
-	}
-	return m.buf
-}
-
-// Free implements experimental.LinearMemory. wazero calls it when the module closes, which can
-// happen while the guest is still running (a close from host_call, or Runtime.Close), so it
-// unmaps nothing: release does, once the guest has returned.
-func (m *memory) Free() {}
-
-// release returns the memory to the system. The guest must not run again.
-func (m *memory) release() {
-	if m.mapped != nil {
-		unreserve(m.mapped)
-	}
-	m.mapped, m.buf = nil, nil
-}
-
 // entry says how a module is run.
 type entry int
 
@@ -248,48 +181,13 @@ func memoryLimit(limit uint64) error {
 		profiles.FormatSize(int64(limit)))}
 }
 
-// declaredMinPages reads the minimum size, in pages, of the memory a module defines, from its
-// binary. wazero's CompiledModule shows only exported and imported memories. ok is false when the
-// module defines no memory (or the binary cannot be read, in which case compiling it fails).
+// declaredMinPages is the minimum size, in pages, of the memory a module defines. ok is false
+// when the module defines no memory (or the binary cannot be read, in which case compiling it
+// fails).
 func declaredMinPages(bin []byte) (pages uint64, ok bool) {
-	if len(bin) < 8 {
+	m, err := wasmbin.Read(bin)
+	if err != nil {
 		return 0, false
 	}
-	rest := bin[8:] // magic and version
-	for len(rest) > 0 {
-		id := rest[0]
-		size, n := uleb128(rest[1:])
-		if n == 0 || size > uint64(len(rest)-1-n) {
-			return 0, false
-		}
-		body := rest[1+n : 1+n+int(size)]
-		rest = rest[1+n+int(size):]
-		if id != 5 { // the memory section
-			continue
-		}
-		count, n := uleb128(body)
-		if n == 0 || count == 0 || len(body) <= n {
-			return 0, false
-		}
-		// limits: a flags byte, then min (and max, which we do not need).
-		min, m := uleb128(body[n+1:])
-		return min, m > 0
-	}
-	return 0, false
-}
-
-// uleb128 decodes an unsigned LEB128 number; n is the bytes read, 0 when it is malformed.
-func uleb128(b []byte) (v uint64, n int) {
-	var shift uint
-	for i, c := range b {
-		if i == 10 {
-			return 0, 0
-		}
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v, i + 1
-		}
-		shift += 7
-	}
-	return 0, 0
+	return m.MinPages()
 }

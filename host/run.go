@@ -150,7 +150,7 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 	}
 	st.stdout = &capped{max: st.limits.MaxOutputBytes, what: "output", field: "limits.max_output_bytes", stop: stop}
 	st.stderr = &capped{max: st.limits.MaxLogBytes, what: "log", field: "limits.max_log_bytes", stop: stop, onWrite: onLog}
-	st.session = hostfuncs.NewSession(b, st.limits)
+	st.session = hostfuncs.NewSession(starter{b}, st.limits)
 
 	ret, callErr := rt.call(st, stdin)
 	st.session.Close() // calls still in flight end now, and are recorded before the audit line
@@ -195,3 +195,11 @@ func (rt *Runtime) call(st *runState, stdin []byte) (int32, error) {
 	}
 	return int32(res[0]), nil
 }
+
+// starter is the run's broker as hostfuncs' Starter: ABI v2 calls are decided as they are
+// submitted.
+type starter struct{ *broker.Broker }
+
+func (s starter) StartEnvelope(raw []byte) hostfuncs.Pending { return s.Broker.StartEnvelope(raw) }
+
+var _ hostfuncs.Starter = starter{} // the run's broker takes the Starter path

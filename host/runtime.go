@@ -43,9 +43,9 @@ type Options struct {
 	// MaxConcurrent is the number of runs executing at once. Further runs wait for a slot or for
 	// their context. 0 means 2×GOMAXPROCS.
 	MaxConcurrent int
-	// MaxModuleBytes caps a .wasm tool's size; 0 means DefaultModuleLimits.Bytes. The other
-	// structural limits are DefaultModuleLimits'.
-	MaxModuleBytes int64
+	// ModuleLimits bound what a .wasm tool or Extism plugin may declare; a zero field means
+	// DefaultModuleLimits()'s.
+	ModuleLimits ModuleLimits
 }
 
 // EnvCacheDir names the environment variable that sets the default compilation cache directory.

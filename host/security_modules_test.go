@@ -10,6 +10,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/guests/testguest"
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 )
 
 // Class 2 of the security suite: a .wasm tool whose structure would cost the host memory or
@@ -26,11 +27,11 @@ func wasmModule(sections ...[]byte) []byte {
 }
 
 func section(id byte, body []byte) []byte {
-	return append(appendULEB([]byte{id}, uint64(len(body))), body...)
+	return append(wasmbin.AppendULEB([]byte{id}, uint64(len(body))), body...)
 }
 
 func vec(n uint64, items ...[]byte) []byte {
-	b := appendULEB(nil, n)
+	b := wasmbin.AppendULEB(nil, n)
 	for _, it := range items {
 		b = append(b, it...)
 	}
@@ -44,7 +45,7 @@ var (
 
 // funcs declares n functions of type 0.
 func funcs(n int) []byte {
-	body := appendULEB(nil, uint64(n))
+	body := wasmbin.AppendULEB(nil, uint64(n))
 	for range n {
 		body = append(body, 0)
 	}
@@ -54,14 +55,14 @@ func funcs(n int) []byte {
 // bodies gives n functions a body each declaring locals i32 locals (in one group) and doing nothing.
 func bodies(n int, locals uint64) []byte {
 	fn := []byte{1}
-	fn = appendULEB(fn, locals)
+	fn = wasmbin.AppendULEB(fn, locals)
 	fn = append(fn, 0x7f, 0x0b) // i32, end
 	if locals == 0 {
 		fn = []byte{0, 0x0b}
 	}
-	one := appendULEB(nil, uint64(len(fn)))
+	one := wasmbin.AppendULEB(nil, uint64(len(fn)))
 	one = append(one, fn...)
-	body := appendULEB(nil, uint64(n))
+	body := wasmbin.AppendULEB(nil, uint64(n))
 	for range n {
 		body = append(body, one...)
 	}
@@ -73,15 +74,15 @@ func table(min uint64, max ...uint64) []byte {
 	if len(max) > 0 {
 		lim[1] = 1
 	}
-	lim = appendULEB(lim, min)
+	lim = wasmbin.AppendULEB(lim, min)
 	for _, m := range max {
-		lim = appendULEB(lim, m)
+		lim = wasmbin.AppendULEB(lim, m)
 	}
 	return section(4, vec(1, lim))
 }
 
 func globals(n int) []byte {
-	body := appendULEB(nil, uint64(n))
+	body := wasmbin.AppendULEB(nil, uint64(n))
 	for range n {
 		body = append(body, 0x7f, 0, 0x41, 0, 0x0b) // immutable i32 = 0
 	}
@@ -91,7 +92,7 @@ func globals(n int) []byte {
 func TestHostileModulesAreRefusedBeforeCompiling(t *testing.T) {
 	ps := newPetstore(t)
 	p := profile(t, ps.URL, "limits:\n  memory: 16MiB\n  run_timeout: 2s\n")
-	lim := DefaultModuleLimits
+	lim := DefaultModuleLimits()
 	tests := []struct {
 		name  string
 		bin   []byte
@@ -100,19 +101,19 @@ func TestHostileModulesAreRefusedBeforeCompiling(t *testing.T) {
 		{"2^26 locals in one function (50 bytes)", wasmModule(typeVoid, funcs(1), bodies(1, 1<<26)), "module.locals_per_function"},
 		{"locals just over the per-function limit", wasmModule(typeVoid, funcs(1), bodies(1, lim.LocalsPerFunc+1)), "module.locals_per_function"},
 		{"locals summed over many functions", wasmModule(typeVoid, funcs(50), bodies(50, lim.LocalsPerFunc)), "module.locals"},
-		{"locals in two groups of one function", wasmModule(typeVoid, funcs(1), section(10, vec(1, append([]byte{7, 2}, append(appendULEB(appendULEB(nil, 40_000), 0x7f), append(appendULEB(nil, 40_000), 0x7f, 0x0b)...)...)))), "module.locals_per_function"},
+		{"locals in two groups of one function", wasmModule(typeVoid, funcs(1), section(10, vec(1, append([]byte{10, 2}, append(wasmbin.AppendULEB(wasmbin.AppendULEB(nil, 40_000), 0x7f), append(wasmbin.AppendULEB(nil, 40_000), 0x7f, 0x0b)...)...)))), "module.locals_per_function"},
 		{"a 2^27-element table (63 bytes)", wasmModule(typeVoid, table(1<<27)), "module.table_elements"},
 		{"a table whose maximum is huge", wasmModule(typeVoid, table(1, 1<<27)), "module.table_elements"},
 		{"a table that fits the count but not limits.memory beside the memory", wasmModule(typeVoid, table(lim.TableElements), section(5, vec(1, []byte{0, 0xc8, 0x01}))), "limits.memory"}, // 200 pages + 8 MiB of table
 		{"more functions than the limit", wasmModule(typeVoid, funcs(int(lim.Functions)+1)), "module.functions"},
 		{"more globals than the limit", wasmModule(typeVoid, globals(int(lim.Globals)+1)), "module.globals"},
-		{"a function type with 2,000 parameters", wasmModule(section(1, vec(1, append(append([]byte{0x60}, append(appendULEB(nil, 2000), make([]byte, 2000)...)...), 0)))), "module.params_per_type"},
+		{"a function type with 2,000 parameters", wasmModule(section(1, vec(1, append(append([]byte{0x60}, append(wasmbin.AppendULEB(nil, 2000), make([]byte, 2000)...)...), 0)))), "module.params_per_type"},
 		{"a module over the size cap", wasmModule(section(0, append([]byte{1, 'x'}, make([]byte, lim.Bytes)...))), "module.bytes"},
-		{"too many data segments", wasmModule(section(11, appendULEB(nil, lim.DataSegments+1))), "module.data_segments"},
-		{"too many element segments", wasmModule(section(9, appendULEB(nil, lim.ElementSegments+1))), "module.element_segments"},
-		{"too many tables", wasmModule(section(4, appendULEB(nil, lim.Tables+1))), "module.tables"},
-		{"too many exports", wasmModule(section(7, appendULEB(nil, lim.Exports+1))), "module.exports"},
-		{"too many imports", wasmModule(section(2, appendULEB(nil, lim.Imports+1))), "module.imports"},
+		{"too many data segments", wasmModule(section(11, wasmbin.AppendULEB(nil, lim.DataSegments+1))), "module.data_segments"},
+		{"too many element segments", wasmModule(section(9, wasmbin.AppendULEB(nil, lim.ElementSegments+1))), "module.element_segments"},
+		{"too many tables", wasmModule(section(4, wasmbin.AppendULEB(nil, lim.Tables+1))), "module.tables"},
+		{"too many exports", wasmModule(section(7, wasmbin.AppendULEB(nil, lim.Exports+1))), "module.exports"},
+		{"too many imports", wasmModule(section(2, wasmbin.AppendULEB(nil, lim.Imports+1))), "module.imports"},
 		{"memory larger than limits.memory", wasmModule(section(5, vec(1, []byte{0, 0x80, 0x04}))), "limits.memory"}, // 512 pages = 32 MiB
 	}
 	for _, tc := range tests {
@@ -172,14 +173,14 @@ func TestGrowableTablesAreBounded(t *testing.T) {
 	bin := wasmModule(typeVoid, table(10), table(5, 7))
 	// Two tables need two table sections' worth of entries in one section; build it directly.
 	bin = wasmModule(typeVoid, section(4, vec(2, []byte{0x70, 0, 10}, []byte{0x70, 1, 5, 7})))
-	shape, err := checkModule(bin, DefaultModuleLimits)
+	shape, err := checkModule(bin, DefaultModuleLimits())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(17), shape.tableElements, "the maximum counts where one is declared")
 	bounded := boundTables(bin, shape)
 	assert.Equal(t, wasmModule(typeVoid, section(4, vec(2, []byte{0x70, 1, 10, 10}, []byte{0x70, 1, 5, 7}))), bounded)
-	again, err := checkModule(bounded, DefaultModuleLimits)
+	again, err := checkModule(bounded, DefaultModuleLimits())
 	require.NoError(t, err)
-	assert.Empty(t, again.growable)
+	assert.Zero(t, again.growable)
 	assert.Equal(t, bin, boundTables(bin, moduleShape{}), "nothing to bound: the same bytes")
 }
 
@@ -201,11 +202,21 @@ func TestMalformedModulesAreReportedByTheCompiler(t *testing.T) {
 	}
 }
 
-// MaxModuleBytes caps the module size in the library API.
-func TestMaxModuleBytesOption(t *testing.T) {
+// Options.ModuleLimits caps the module size in the library API.
+func TestModuleLimitsOption(t *testing.T) {
 	ps := newPetstore(t)
-	rt := newRuntime(t, Options{MaxModuleBytes: 1 << 20})
+	rt := newRuntime(t, Options{ModuleLimits: ModuleLimits{Bytes: 1 << 20}})
 	res := rt.Run(context.Background(), goGuest(), profile(t, ps.URL, ""), guestCmd(map[string]any{"op": "state"}))
 	require.ErrorIs(t, res.Err, ErrLimit)
 	assert.Contains(t, res.Err.Error(), "over module.bytes (1MiB)")
+}
+
+// A zero field of Options.ModuleLimits is the default's; a set one replaces it.
+func TestModuleLimitsDefaults(t *testing.T) {
+	d := DefaultModuleLimits()
+	got := ModuleLimits{Functions: 10}.withDefaults()
+	assert.Equal(t, uint64(10), got.Functions)
+	got.Functions = d.Functions
+	assert.Equal(t, d, got, "every other field is the default")
+	assert.Equal(t, d, ModuleLimits{}.withDefaults())
 }

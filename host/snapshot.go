@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -52,186 +52,44 @@ type global struct {
 // exports. ok is false when bin cannot be read this way (no export or data section, a data count
 // section, a segment that is not active in memory 0 at an i32.const offset, a malformed section):
 // the host then compiles bin as it is and every instance runs _initialize.
-func prepareJS(bin []byte) (mod []byte, data []dataSegment, globals []string, ok bool) {
-	if len(bin) < 8 {
+func prepareJS(bin []byte) (mod []byte, data []wasmbin.DataSegment, globals []string, ok bool) {
+	m, err := wasmbin.Read(bin)
+	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 { // bulk-memory instructions may name segments
 		return nil, nil, nil, false
 	}
-	type section struct{ start, end int } // id and size included
-	var imported, defined uint64
-	export, dataSec := section{-1, -1}, section{-1, -1}
-	var exportBody []byte
-	rest, pos := bin[8:], 8
-	for len(rest) > 0 {
-		id := rest[0]
-		size, n := uleb128(rest[1:])
-		if n == 0 || size > uint64(len(rest)-1-n) {
-			return nil, nil, nil, false
-		}
-		body := rest[1+n : 1+n+int(size)]
-		end := pos + 1 + n + int(size)
-		switch id {
-		case 2: // imports: count the imported globals, which come first in the index space
-			if imported, ok = importedGlobals(body); !ok {
-				return nil, nil, nil, false
-			}
-		case 6:
-			count, m := uleb128(body)
-			if m == 0 {
-				return nil, nil, nil, false
-			}
-			defined = count
-		case 7:
-			export, exportBody = section{pos, end}, body
-		case 11:
-			if data, ok = dataSegments(body); !ok {
-				return nil, nil, nil, false
-			}
-			dataSec = section{pos, end}
-		case 12: // data count: bulk-memory instructions may name segments
-			return nil, nil, nil, false
-		}
-		rest = rest[1+n+int(size):]
-		pos = end
-	}
-	if export.start < 0 || dataSec.start < 0 || defined == 0 || defined > 1<<16 {
+	export, dataSec, global := m.Index(wasmbin.SectionExport), m.Index(wasmbin.SectionData), m.Index(wasmbin.SectionGlobal)
+	if export < 0 || dataSec < 0 || global < 0 {
 		return nil, nil, nil, false
 	}
-	count, m := uleb128(exportBody)
-	if m == 0 {
+	imported, ok := importedGlobals(m)
+	defined, err := m.Sections[global].Count()
+	if !ok || err != nil || defined == 0 || defined > 1<<16 {
 		return nil, nil, nil, false
 	}
-	body := appendULEB(nil, count+defined)
-	body = append(body, exportBody[m:]...)
-	globals = make([]string, 0, defined)
-	for i := range defined {
-		name := globalExportPrefix + strconv.FormatUint(imported+i, 10)
-		globals = append(globals, name)
-		body = appendULEB(body, uint64(len(name)))
-		body = append(body, name...)
-		body = append(body, 0x03) // a global
-		body = appendULEB(body, imported+i)
+	if data, ok = m.Sections[dataSec].ActiveData(); !ok {
+		return nil, nil, nil, false
 	}
-	mod = make([]byte, 0, len(bin)-(dataSec.end-dataSec.start)-(export.end-export.start)+len(body)+16)
-	for _, part := range []struct {
-		from, to int
-		replace  bool
-	}{
-		// export comes before data in a valid module
-		{0, export.start, false}, {export.start, export.end, true}, {export.end, dataSec.start, false},
-		{dataSec.end, len(bin), false},
-	} {
-		if !part.replace {
-			mod = append(mod, bin[part.from:part.to]...)
-			continue
-		}
-		mod = append(mod, 7)
-		mod = appendULEB(mod, uint64(len(body)))
-		mod = append(mod, body...)
+	body, globals, err := wasmbin.ExportGlobals(m.Sections[export], globalExportPrefix, imported, defined)
+	if err != nil {
+		return nil, nil, nil, false
 	}
-	return mod, data, globals, true
+	return m.Rewrite(wasmbin.Edit{Index: export, Body: body}, wasmbin.Edit{Index: dataSec, Drop: true}), data, globals, true
 }
 
-// dataSegments reads a data section body made only of active segments in memory 0 at i32.const
-// offsets. The segments are returned in order, as slices of body.
-func dataSegments(body []byte) ([]dataSegment, bool) {
-	count, n := uleb128(body)
-	if n == 0 || count > uint64(len(body)) {
-		return nil, false
+// importedGlobals counts the globals m imports, which come first in the index space.
+func importedGlobals(m *wasmbin.Module) (uint64, bool) {
+	s, found := m.Section(wasmbin.SectionImport)
+	if !found {
+		return 0, true
 	}
-	body = body[n:]
-	segments := make([]dataSegment, 0, count)
-	for range count {
-		if len(body) < 2 || body[0] != 0x00 || body[1] != 0x41 {
-			return nil, false
-		}
-		off, n := sleb128(body[2:])
-		if n == 0 || len(body) < 2+n+1 || body[2+n] != 0x0b || int64(int32(off)) != off {
-			return nil, false
-		}
-		body = body[2+n+1:]
-		size, m := uleb128(body)
-		if m == 0 || size > uint64(len(body)-m) {
-			return nil, false
-		}
-		segments = append(segments, dataSegment{offset: uint32(off), init: body[m : m+int(size)]})
-		body = body[m+int(size):]
-	}
-	return segments, len(body) == 0
-}
-
-// importedGlobals counts the globals in an import section body.
-func importedGlobals(body []byte) (uint64, bool) {
-	count, n := uleb128(body)
-	if n == 0 {
-		return 0, false
-	}
-	body = body[n:]
-	var globals uint64
-	skipName := func() bool {
-		l, n := uleb128(body)
-		if n == 0 || l > uint64(len(body)-n) {
-			return false
-		}
-		body = body[n+int(l):]
-		return true
-	}
-	skipLimits := func() bool {
-		if len(body) < 1 {
-			return false
-		}
-		flags := body[0]
-		body = body[1:]
-		for range 1 + int(flags&1) {
-			_, n := uleb128(body)
-			if n == 0 {
-				return false
-			}
-			body = body[n:]
-		}
-		return true
-	}
-	for range count {
-		if !skipName() || !skipName() || len(body) < 1 {
-			return 0, false
-		}
-		kind := body[0]
-		body = body[1:]
-		switch kind {
-		case 0: // function: a type index
-			_, n := uleb128(body)
-			if n == 0 {
-				return 0, false
-			}
-			body = body[n:]
-		case 1: // table: a reference type, then limits
-			if len(body) < 1 {
-				return 0, false
-			}
-			body = body[1:]
-			if !skipLimits() {
-				return 0, false
-			}
-		case 2: // memory
-			if !skipLimits() {
-				return 0, false
-			}
-		case 3: // global: a value type and mutability
-			if len(body) < 2 {
-				return 0, false
-			}
-			body = body[2:]
-			globals++
-		default:
-			return 0, false
-		}
-	}
-	return globals, true
+	counts, err := s.ImportCounts()
+	return counts[wasmbin.KindGlobal], err == nil
 }
 
 // takeSnapshot instantiates compiled (a module prepareJS made), writes the data segments into its
 // memory in order, as instantiation would, runs _initialize and keeps the result. globals names
 // the exports prepareJS added.
-func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []dataSegment, globals []string) (*snapshot, error) {
+func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []wasmbin.DataSegment, globals []string) (*snapshot, error) {
 	inst, err := instantiate(ctx, r, compiled, profiles.MaxMemory, nil)
 	if err != nil {
 		return nil, err
@@ -242,7 +100,7 @@ func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.Compile
 		return nil, errors.New("the module has no memory")
 	}
 	for _, d := range data {
-		if !mem.Write(d.offset, d.init) {
+		if !mem.Write(d.Offset, d.Init) {
 			return nil, errors.New("a data segment lies outside the module's memory")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -71,7 +72,7 @@ func TestPrepareJS(t *testing.T) {
 	mod, data, names, ok := prepareJS(bin)
 	require.True(t, ok)
 	require.Equal(t, []string{globalExportPrefix + "1", globalExportPrefix + "2"}, names)
-	require.Equal(t, []dataSegment{{11, []byte("b")}, {8, []byte("a")}}, data)
+	require.Equal(t, []wasmbin.DataSegment{{Offset: 11, Init: []byte("b")}, {Offset: 8, Init: []byte("a")}}, data)
 	require.NotContains(t, string(mod), "\x0b\x0d\x02", "the data section is gone")
 	rt := newRuntime(t, Options{})
 	m, err := rt.r.CompileModule(context.Background(), mod)

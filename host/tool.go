@@ -61,6 +61,15 @@ func (t Tool) WithFunction(function string) Tool {
 	return t
 }
 
+// AsExtism is a module tool run as an Extism plugin calling function ("" means ExtismFunction),
+// whatever it imports; any other tool is returned as it is.
+func (t Tool) AsExtism(function string) Tool {
+	if t.kind != kindWasm && t.kind != kindExtism {
+		return t
+	}
+	return ExtismTool(t.Name, t.wasm, function)
+}
+
 // Result is how a run went. Audit is always set, exactly once per run; Err is nil when
 // Audit.Status is ok.
 type Result struct {

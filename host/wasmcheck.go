@@ -1,9 +1,11 @@
 package host
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -29,15 +31,36 @@ type ModuleLimits struct {
 // DefaultModuleLimits are generous for real tools (a Go tool has about 2,500 functions, goja
 // 12,600) and far below what hurts the host. Locals and parameters follow the limits browsers
 // enforce (50,000 locals, 1,000 parameters).
-var DefaultModuleLimits = ModuleLimits{
-	Bytes:         32 << 20,
-	Functions:     100_000,
-	LocalsPerFunc: 50_000, Locals: 2_000_000,
-	ParamsPerType: 1_000,
-	Globals:       100_000,
-	Tables:        16, TableElements: 1_000_000,
-	DataSegments: 100_000, ElementSegments: 100_000,
-	Exports: 100_000, Imports: 1_000,
+func DefaultModuleLimits() ModuleLimits {
+	return ModuleLimits{
+		Bytes:         32 << 20,
+		Functions:     100_000,
+		LocalsPerFunc: 50_000, Locals: 2_000_000,
+		ParamsPerType: 1_000,
+		Globals:       100_000,
+		Tables:        16, TableElements: 1_000_000,
+		DataSegments: 100_000, ElementSegments: 100_000,
+		Exports: 100_000, Imports: 1_000,
+	}
+}
+
+// withDefaults is l with every zero field DefaultModuleLimits()'s.
+func (l ModuleLimits) withDefaults() ModuleLimits {
+	d := DefaultModuleLimits()
+	return ModuleLimits{
+		Bytes:           cmp.Or(l.Bytes, d.Bytes),
+		Functions:       cmp.Or(l.Functions, d.Functions),
+		LocalsPerFunc:   cmp.Or(l.LocalsPerFunc, d.LocalsPerFunc),
+		Locals:          cmp.Or(l.Locals, d.Locals),
+		ParamsPerType:   cmp.Or(l.ParamsPerType, d.ParamsPerType),
+		Globals:         cmp.Or(l.Globals, d.Globals),
+		Tables:          cmp.Or(l.Tables, d.Tables),
+		TableElements:   cmp.Or(l.TableElements, d.TableElements),
+		DataSegments:    cmp.Or(l.DataSegments, d.DataSegments),
+		ElementSegments: cmp.Or(l.ElementSegments, d.ElementSegments),
+		Exports:         cmp.Or(l.Exports, d.Exports),
+		Imports:         cmp.Or(l.Imports, d.Imports),
+	}
 }
 
 // tableElementBytes is the host memory one table element takes in wazero (a pointer).
@@ -76,282 +99,149 @@ func malformed(format string, args ...any) error {
 
 // moduleShape is what checkModule learned about a module.
 type moduleShape struct {
+	mod           *wasmbin.Module
 	tableElements uint64
 	minPages      uint64
-	growable      []growableTable // tables with no declared maximum, in the table section
+	growable      int // tables with no declared maximum
 }
 
-// growableTable is a table without a maximum: table.grow could grow it without bound, so the
-// host makes its minimum its maximum (see boundTables).
-type growableTable struct{ limitsAt, limitsEnd int } // offsets of its limits in the binary
-
 // checkModule reads bin's sections and refuses it when it goes over lim. It does not validate
-// the module (wazero does, when compiling); it only reads the counts that cost host resources.
+// the module (wazero does, when compiling); it only judges the counts that cost host resources.
+// A limit an earlier section goes over is reported before a later section that cannot be read.
 func checkModule(bin []byte, lim ModuleLimits) (moduleShape, error) {
 	var shape moduleShape
 	if int64(len(bin)) > lim.Bytes {
 		return shape, &ModuleError{Limit: "module.bytes", Reason: fmt.Sprintf("the module is %s, over module.bytes (%s)",
 			profiles.FormatSize(int64(len(bin))), profiles.FormatSize(lim.Bytes))}
 	}
-	if len(bin) < 8 || string(bin[:4]) != "\x00asm" {
-		return shape, malformed("not a WebAssembly binary")
+	m, readErr := wasmbin.Read(bin)
+	if m == nil {
+		return shape, unreadable(readErr)
 	}
+	shape.mod = m
 	var funcs, locals uint64
-	r := &wasmReader{b: bin, at: 8}
-	for !r.done() {
-		id := r.byte()
-		size := r.uleb()
-		start := r.at
-		if r.err == nil && size > uint64(len(bin)-start) {
-			return shape, malformed("section %d runs past the end of the module", id)
-		}
-		end := start + int(size)
-		body := &wasmReader{b: bin[:end], at: start}
+	for _, s := range m.Sections {
 		var err error
-		switch id {
-		case 1:
-			err = checkTypes(body, lim)
-		case 2:
-			var imported uint64
-			imported, err = checkImports(body, lim)
-			funcs += imported
-		case 3:
-			funcs += body.uleb()
-		case 4:
-			err = checkTables(body, lim, &shape)
-		case 5:
-			if body.uleb() > 0 {
-				body.byte()
-				shape.minPages = body.uleb()
+		switch s.ID {
+		case wasmbin.SectionType:
+			err = checkTypes(s, lim)
+		case wasmbin.SectionImport:
+			err = checkImports(s, lim, &funcs)
+		case wasmbin.SectionFunction:
+			var n uint64
+			n, err = s.Count()
+			funcs += n
+		case wasmbin.SectionTable:
+			err = checkTables(s, lim, &shape)
+		case wasmbin.SectionMemory:
+			var mems []wasmbin.Limits
+			if mems, err = s.Memories(); len(mems) > 0 {
+				shape.minPages = mems[0].Min
 			}
-		case 6:
-			err = counted(body.uleb(), "module.globals", "globals", lim.Globals)
-		case 7:
-			err = counted(body.uleb(), "module.exports", "exports", lim.Exports)
-		case 9:
-			err = counted(body.uleb(), "module.element_segments", "element segments", lim.ElementSegments)
-		case 10:
-			locals, err = checkCode(body, lim)
-		case 11:
-			err = counted(body.uleb(), "module.data_segments", "data segments", lim.DataSegments)
-		}
-		if err == nil {
-			err = body.err
+		case wasmbin.SectionGlobal:
+			err = counted(s, "module.globals", "globals", lim.Globals)
+		case wasmbin.SectionExport:
+			err = counted(s, "module.exports", "exports", lim.Exports)
+		case wasmbin.SectionElement:
+			err = counted(s, "module.element_segments", "element segments", lim.ElementSegments)
+		case wasmbin.SectionCode:
+			err = checkCode(s, lim, &locals)
+		case wasmbin.SectionData:
+			err = counted(s, "module.data_segments", "data segments", lim.DataSegments)
 		}
 		if err != nil {
-			return shape, err
+			return shape, unreadable(err)
 		}
-		r.at = end
 	}
-	if r.err != nil {
-		return shape, r.err
+	if readErr != nil {
+		return shape, unreadable(readErr)
 	}
-	if err := counted(funcs, "module.functions", "functions", lim.Functions); err != nil {
+	if err := limited(funcs, "module.functions", "functions", lim.Functions); err != nil {
 		return shape, err
 	}
-	return shape, counted(locals, "module.locals", "locals in all functions", lim.Locals)
+	return shape, limited(locals, "module.locals", "locals in all functions", lim.Locals)
 }
 
-func counted(n uint64, limit, what string, max uint64) error {
+// unreadable is err as a *ModuleError: a limit as it is, a module wasmbin cannot read as
+// malformed.
+func unreadable(err error) error {
+	var me *ModuleError
+	if err == nil || errors.As(err, &me) {
+		return err
+	}
+	return malformed("%v", err)
+}
+
+func limited(n uint64, limit, what string, max uint64) error {
 	if n > max {
 		return overLimit(limit, what, n, max)
 	}
 	return nil
 }
 
-func checkTypes(r *wasmReader, lim ModuleLimits) error {
-	n := r.uleb()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		if form := r.byte(); form != 0x60 {
-			return malformed("type %d is not a function type (0x%02x)", i, form)
-		}
-		params := r.skipVec()
-		results := r.skipVec()
+// counted judges the element count of a vector section.
+func counted(s wasmbin.Section, limit, what string, max uint64) error {
+	n, err := s.Count()
+	if err != nil {
+		return err
+	}
+	return limited(n, limit, what, max)
+}
+
+func checkTypes(s wasmbin.Section, lim ModuleLimits) error {
+	return s.Types(func(i, params, results uint64) error {
 		if params+results > lim.ParamsPerType {
 			return overLimit("module.params_per_type", fmt.Sprintf("type %d has parameters and results", i), params+results, lim.ParamsPerType)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-func checkImports(r *wasmReader, lim ModuleLimits) (funcs uint64, err error) {
-	n := r.uleb()
-	if err := counted(n, "module.imports", "imports", lim.Imports); err != nil {
-		return 0, err
-	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		r.skipVec() // module
-		r.skipVec() // name
-		switch kind := r.byte(); kind {
-		case 0:
-			r.uleb()
-			funcs++
-		case 1:
-			r.byte()
-			r.limits()
-		case 2:
-			r.limits()
-		case 3:
-			r.byte()
-			r.byte()
-		default:
-			return 0, malformed("import %d has kind 0x%02x", i, kind)
-		}
-	}
-	return funcs, nil
-}
-
-func checkTables(r *wasmReader, lim ModuleLimits, shape *moduleShape) error {
-	n := r.uleb()
-	if err := counted(n, "module.tables", "tables", lim.Tables); err != nil {
+func checkImports(s wasmbin.Section, lim ModuleLimits, funcs *uint64) error {
+	if err := counted(s, "module.imports", "imports", lim.Imports); err != nil {
 		return err
 	}
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		r.byte() // reference type
-		at := r.at
-		flags, min, max, hasMax := r.limits()
-		if flags > 1 {
-			return malformed("table %d has limits flags 0x%02x", i, flags)
+	counts, err := s.ImportCounts()
+	*funcs += counts[wasmbin.KindFunc]
+	return err
+}
+
+func checkTables(s wasmbin.Section, lim ModuleLimits, shape *moduleShape) error {
+	if err := counted(s, "module.tables", "tables", lim.Tables); err != nil {
+		return err
+	}
+	return s.Tables(func(i uint64, l wasmbin.Limits) error {
+		if l.Flags > 1 {
+			return malformed("table %d has limits flags 0x%02x", i, l.Flags)
 		}
-		size := min
-		if hasMax {
-			size = max
+		size := l.Min
+		if l.HasMax {
+			size = l.Max
 		} else {
-			shape.growable = append(shape.growable, growableTable{limitsAt: at, limitsEnd: r.at})
+			shape.growable++
 		}
 		shape.tableElements += size
-		if shape.tableElements > lim.TableElements {
-			return overLimit("module.table_elements", "table elements", shape.tableElements, lim.TableElements)
-		}
-	}
-	return nil
+		return limited(shape.tableElements, "module.table_elements", "table elements", lim.TableElements)
+	})
 }
 
-// checkCode reads each function body's local declarations and skips its instructions.
-func checkCode(r *wasmReader, lim ModuleLimits) (total uint64, err error) {
-	n := r.uleb()
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		size := r.uleb()
-		end := r.at + int(size)
-		if r.err != nil || size > uint64(len(r.b)-r.at) {
-			return total, malformed("function body %d runs past its section", i)
+// checkCode judges each function body's local declarations.
+func checkCode(s wasmbin.Section, lim ModuleLimits, total *uint64) error {
+	return s.Bodies(func(i, locals uint64, _ []byte) error {
+		if locals > lim.LocalsPerFunc {
+			return overLimit("module.locals_per_function", fmt.Sprintf("function body %d declares locals", i), locals, lim.LocalsPerFunc)
 		}
-		var locals uint64
-		for groups := r.uleb(); groups > 0 && r.err == nil; groups-- {
-			locals += r.uleb()
-			r.byte()
-			if locals > lim.LocalsPerFunc {
-				return total, overLimit("module.locals_per_function", fmt.Sprintf("function body %d declares locals", i), locals, lim.LocalsPerFunc)
-			}
-		}
-		total += locals
-		if total > lim.Locals {
-			return total, overLimit("module.locals", "locals in all functions", total, lim.Locals)
-		}
-		r.at = end
-	}
-	return total, nil
+		*total += locals
+		return limited(*total, "module.locals", "locals in all functions", lim.Locals)
+	})
 }
 
-// boundTables returns bin with every growable table's maximum set to its minimum, so that
+// boundTables returns the module with every growable table's maximum set to its minimum, so that
 // table.grow fails in the guest instead of taking host memory. Go and clang never grow a table;
 // the binary is returned as it is when nothing needs bounding.
 func boundTables(bin []byte, shape moduleShape) []byte {
-	if len(shape.growable) == 0 {
+	if shape.growable == 0 || shape.mod == nil {
 		return bin
 	}
-	// The table section grows by the bytes of each added maximum, so its size is re-encoded.
-	var out []byte
-	r := &wasmReader{b: bin, at: 8}
-	out = append(out, bin[:8]...)
-	for !r.done() {
-		sectionAt := r.at
-		id := r.byte()
-		size := r.uleb()
-		start, end := r.at, r.at+int(size)
-		r.at = end
-		if id != 4 {
-			out = append(out, bin[sectionAt:end]...)
-			continue
-		}
-		var body []byte
-		prev := start
-		for _, t := range shape.growable {
-			if t.limitsAt < start || t.limitsEnd > end {
-				continue // in another table section; wazero refuses such a module
-			}
-			lr := &wasmReader{b: bin, at: t.limitsAt + 1} // past the flags byte
-			min := lr.uleb()
-			body = append(body, bin[prev:t.limitsAt]...)
-			body = append(body, 1)
-			body = appendULEB(body, min)
-			body = appendULEB(body, min)
-			prev = t.limitsEnd
-		}
-		body = append(body, bin[prev:end]...)
-		out = append(out, id)
-		out = appendULEB(out, uint64(len(body)))
-		out = append(out, body...)
-	}
-	return out
-}
-
-// wasmReader reads the binary format's primitives; the first error sticks.
-type wasmReader struct {
-	b   []byte
-	at  int
-	err error
-}
-
-var errTruncated = errors.New("truncated")
-
-func (r *wasmReader) done() bool { return r.err != nil || r.at >= len(r.b) }
-
-func (r *wasmReader) byte() byte {
-	if r.err != nil || r.at >= len(r.b) {
-		r.fail()
-		return 0
-	}
-	c := r.b[r.at]
-	r.at++
-	return c
-}
-
-func (r *wasmReader) uleb() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := uleb128(r.b[r.at:])
-	if n == 0 {
-		r.fail()
-		return 0
-	}
-	r.at += n
-	return v
-}
-
-// skipVec skips a vector of bytes (a name, or value types) and returns its length.
-func (r *wasmReader) skipVec() uint64 {
-	n := r.uleb()
-	if r.err == nil && n > uint64(len(r.b)-r.at) {
-		r.fail()
-		return 0
-	}
-	r.at += int(n)
-	return n
-}
-
-func (r *wasmReader) limits() (flags byte, min, max uint64, hasMax bool) {
-	flags = r.byte()
-	min = r.uleb()
-	if flags&1 == 1 {
-		max, hasMax = r.uleb(), true
-	}
-	return flags, min, max, hasMax
-}
-
-func (r *wasmReader) fail() {
-	if r.err == nil {
-		r.err = malformed("%v at byte %d", errTruncated, r.at)
-	}
+	return shape.mod.BoundTables()
 }

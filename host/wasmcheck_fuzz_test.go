@@ -12,7 +12,7 @@ func FuzzCheckModule(f *testing.F) {
 	f.Add(wasmModule(typeVoid, funcs(1), bodies(1, 1<<26)))
 	f.Add(wasmModule(typeVoid, table(3), table(4))) // two table sections
 	f.Add([]byte("\x00asm\x01\x00\x00\x00\x01\x10\x01"))
-	lim := DefaultModuleLimits
+	lim := DefaultModuleLimits()
 	lim.Bytes = 1 << 20
 	f.Fuzz(func(t *testing.T, bin []byte) {
 		shape, err := checkModule(bin, lim)
@@ -24,7 +24,7 @@ func FuzzCheckModule(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the bounded module is refused: %v", err)
 		}
-		if len(again.growable) != 0 || again.tableElements != shape.tableElements || again.minPages != shape.minPages {
+		if again.growable != 0 || again.tableElements != shape.tableElements || again.minPages != shape.minPages {
 			t.Fatalf("bounding changed the shape: %+v → %+v", shape, again)
 		}
 	})

@@ -11,16 +11,21 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/plimsoll/plimsoll/abi"
-	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // Starter is a Broker that takes a call's decisions when it is submitted and does its I/O later
 // (ABI v2), so that the trace's seq, the breaker and the budget follow submission order however
-// the calls end. *broker.Broker is one; with a Broker that is not, calls are decided as they
-// reach it.
+// the calls end. The host adapts *broker.Broker to it; with a Broker that is not one, calls are
+// decided as they reach it.
 type Starter interface {
-	StartEnvelope(raw []byte) *broker.Started
+	StartEnvelope(raw []byte) Pending
+}
+
+// Pending is a started call: its decisions are taken, and CompleteEnvelope does its I/O and
+// returns the encoded response envelope.
+type Pending interface {
+	CompleteEnvelope(ctx context.Context) []byte
 }
 
 // concurrent is a run's ABI v2 calls: those in flight, and those complete but not yet read.

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 )
 
 // instrumentLoops gives a module its own cheap termination check, so the host can run it without
@@ -28,90 +29,72 @@ func instrumentLoops(bin []byte, tickExport string, interval int32) ([]byte, err
 	if len(bin) < 8 || !bytes.Equal(bin[:8], []byte("\x00asm\x01\x00\x00\x00")) {
 		return nil, errors.New("not a wasm module")
 	}
-	type section struct {
-		id   byte
-		body []byte
+	m, err := wasmbin.Read(bin)
+	if err != nil {
+		return nil, fmt.Errorf("malformed section header: %w", err)
 	}
-	var sections []section
-	for rest := bin[8:]; len(rest) > 0; {
-		id := rest[0]
-		size, n := readU32(rest[1:])
-		if n == 0 || int(size) > len(rest)-1-n {
-			return nil, errors.New("malformed section header")
+	var importedFuncs, importedGlobals uint64
+	if s, ok := m.Section(wasmbin.SectionImport); ok {
+		counts, err := s.ImportCounts()
+		if err != nil {
+			return nil, err
 		}
-		sections = append(sections, section{id, rest[1+n : 1+n+int(size)]})
-		rest = rest[1+n+int(size):]
+		importedFuncs, importedGlobals = counts[wasmbin.KindFunc], counts[wasmbin.KindGlobal]
 	}
-
-	var importedFuncs, importedGlobals, definedGlobals uint32
-	tick := int64(-1)
-	globalSec, codeSec := -1, -1
-	for i, s := range sections {
-		switch s.id {
-		case 2:
-			f, g, err := countImports(s.body)
-			if err != nil {
-				return nil, err
-			}
-			importedFuncs, importedGlobals = f, g
-		case 6:
-			globalSec = i
-			c, _ := readU32(s.body)
-			definedGlobals = c
-		case 7:
-			idx, err := findExport(s.body, tickExport)
-			if err != nil {
-				return nil, err
-			}
-			tick = idx
-		case 10:
-			codeSec = i
-		}
+	globalSec, codeSec := m.Index(wasmbin.SectionGlobal), m.Index(wasmbin.SectionCode)
+	tick, err := findExport(m, tickExport)
+	if err != nil {
+		return nil, err
 	}
-	if tick < 0 || globalSec < 0 || codeSec < 0 {
+	if globalSec < 0 || codeSec < 0 {
 		return nil, fmt.Errorf("need a global section, a code section and an exported function %q", tickExport)
+	}
+	definedGlobals, err := m.Sections[globalSec].Count()
+	if err != nil {
+		return nil, err
 	}
 	countdown := importedGlobals + definedGlobals
 
 	// The global section with the countdown appended.
-	g := sections[globalSec].body
-	_, n := readU32(g)
-	var newGlobals []byte
-	newGlobals = appendU32(newGlobals, definedGlobals+1)
+	g := m.Sections[globalSec].Body
+	_, n := wasmbin.ULEB(g)
+	newGlobals := wasmbin.AppendULEB(nil, definedGlobals+1)
 	newGlobals = append(newGlobals, g[n:]...)
 	newGlobals = append(newGlobals, 0x7f, 0x01, 0x41)
-	newGlobals = appendS64(newGlobals, int64(interval))
+	newGlobals = wasmbin.AppendSLEB(newGlobals, int64(interval))
 	newGlobals = append(newGlobals, 0x0b)
-	sections[globalSec].body = newGlobals
 
 	var snippet []byte
 	snippet = append(snippet, 0x23)
-	snippet = appendU32(snippet, countdown)
+	snippet = wasmbin.AppendULEB(snippet, countdown)
 	snippet = append(snippet, 0x41, 0x01, 0x6b, 0x24)
-	snippet = appendU32(snippet, countdown)
+	snippet = wasmbin.AppendULEB(snippet, countdown)
 	snippet = append(snippet, 0x23)
-	snippet = appendU32(snippet, countdown)
+	snippet = wasmbin.AppendULEB(snippet, countdown)
 	snippet = append(snippet, 0x45, 0x04, 0x40, 0x41)
-	snippet = appendS64(snippet, int64(interval))
+	snippet = wasmbin.AppendSLEB(snippet, int64(interval))
 	snippet = append(snippet, 0x24)
-	snippet = appendU32(snippet, countdown)
+	snippet = wasmbin.AppendULEB(snippet, countdown)
 	snippet = append(snippet, 0x10)
-	snippet = appendU32(snippet, uint32(tick))
+	snippet = wasmbin.AppendULEB(snippet, tick)
 	snippet = append(snippet, 0x0b)
 
-	code := sections[codeSec].body
-	count, n := readU32(code)
-	code = code[n:]
-	out := appendU32(nil, count)
-	for i := uint32(0); i < count; i++ {
-		size, n := readU32(code)
-		if n == 0 || int(size) > len(code)-n {
+	code := m.Sections[codeSec]
+	count, err := code.Count()
+	if err != nil {
+		return nil, err
+	}
+	out := wasmbin.AppendULEB(nil, count)
+	at := code.BodyAt + wasmbin.ULEBSize(count) // the first body's size
+	for i := uint64(0); i < count; i++ {
+		size, n := wasmbin.ULEB(bin[at:code.End()])
+		if n == 0 || size > uint64(code.End()-at-n) {
 			return nil, fmt.Errorf("function %d: malformed body", i)
 		}
-		body := code[n : n+int(size)]
-		code = code[n+int(size):]
-		if int64(importedFuncs+i) == tick {
-			out = appendU32(out, size)
+		body := bin[at+n : at+n+int(size)]
+		at += n + int(size)
+		if importedFuncs+i == tick {
+			out = wasmbin.AppendULEB(out, size)
 			out = append(out, body...)
 			continue
 		}
@@ -119,33 +102,22 @@ func instrumentLoops(bin []byte, tickExport string, interval int32) ([]byte, err
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", importedFuncs+i, err)
 		}
-		out = appendU32(out, uint32(len(nb)))
+		out = wasmbin.AppendULEB(out, uint64(len(nb)))
 		out = append(out, nb...)
 	}
-	sections[codeSec].body = out
-
-	res := append([]byte{}, bin[:8]...)
-	for _, s := range sections {
-		res = append(res, s.id)
-		res = appendU32(res, uint32(len(s.body)))
-		res = append(res, s.body...)
-	}
-	return res, nil
+	return m.Rewrite(wasmbin.Edit{Index: globalSec, Body: newGlobals}, wasmbin.Edit{Index: codeSec, Body: out}), nil
 }
 
 func instrumentBody(body, snippet []byte) ([]byte, error) {
-	p := 0
-	groups, n := readU32(body)
-	if n == 0 {
+	groups, p, err := takeU32(body, 0)
+	if err != nil {
 		return nil, errors.New("bad locals")
 	}
-	p += n
 	for range groups {
-		_, n := readU32(body[p:])
-		if n == 0 || p+n >= len(body) {
+		if _, p, err = takeU32(body, p); err != nil || p >= len(body) {
 			return nil, errors.New("bad locals")
 		}
-		p += n + 1
+		p++ // the value type
 	}
 	out := append(make([]byte, 0, len(body)+len(body)/8), body[:p]...)
 	for p < len(body) {
@@ -234,123 +206,35 @@ func skipBlockType(b []byte, p int) (int, error) {
 }
 
 func skipLEB(b []byte, p int) (int, error) {
-	for i := 0; p < len(b) && i < 10; i++ {
-		c := b[p]
-		p++
-		if c&0x80 == 0 {
-			return p, nil
-		}
+	_, n := wasmbin.ULEB(b[min(p, len(b)):])
+	if n == 0 {
+		return p, errors.New("bad LEB128")
 	}
-	return p, errors.New("bad LEB128")
+	return p + n, nil
 }
 
 func takeU32(b []byte, p int) (uint32, int, error) {
-	v, n := readU32(b[min(p, len(b)):])
-	if n == 0 {
+	v, n := wasmbin.ULEB(b[min(p, len(b)):])
+	if n == 0 || v > math.MaxUint32 {
 		return 0, p, errors.New("bad LEB128")
 	}
-	return v, p + n, nil
-}
-
-func readU32(b []byte) (uint32, int) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 || v > math.MaxUint32 {
-		return 0, 0
-	}
-	return uint32(v), n
-}
-
-func appendU32(b []byte, v uint32) []byte { return binary.AppendUvarint(b, uint64(v)) }
-
-func appendS64(b []byte, v int64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func readName(b []byte) (string, []byte, error) {
-	l, n := readU32(b)
-	if n == 0 || int(l) > len(b)-n {
-		return "", nil, errors.New("bad name")
-	}
-	return string(b[n : n+int(l)]), b[n+int(l):], nil
-}
-
-// countImports returns how many functions and globals a module imports.
-func countImports(b []byte) (funcs, globals uint32, err error) {
-	c, n := readU32(b)
-	b = b[n:]
-	for range c {
-		if _, b, err = readName(b); err != nil {
-			return
-		}
-		if _, b, err = readName(b); err != nil {
-			return
-		}
-		if len(b) == 0 {
-			return 0, 0, errors.New("bad import")
-		}
-		kind := b[0]
-		b = b[1:]
-		switch kind {
-		case 0: // func: type index
-			funcs++
-			_, n = readU32(b)
-			b = b[n:]
-		case 1: // table: reftype, limits
-			b = b[1:]
-			b, err = skipLimits(b)
-		case 2: // memory: limits
-			b, err = skipLimits(b)
-		case 3: // global: valtype, mut
-			globals++
-			b = b[2:]
-		default:
-			return 0, 0, fmt.Errorf("unknown import kind %d", kind)
-		}
-		if err != nil {
-			return
-		}
-	}
-	return funcs, globals, nil
-}
-
-func skipLimits(b []byte) ([]byte, error) {
-	if len(b) == 0 {
-		return nil, errors.New("bad limits")
-	}
-	flags := b[0]
-	b = b[1:]
-	_, n := readU32(b)
-	b = b[n:]
-	if flags&1 != 0 {
-		_, n = readU32(b)
-		b = b[n:]
-	}
-	return b, nil
+	return uint32(v), p + n, nil
 }
 
 // findExport returns the index of the exported function name.
-func findExport(b []byte, name string) (int64, error) {
-	c, n := readU32(b)
-	b = b[n:]
-	for range c {
-		var nm string
-		var err error
-		if nm, b, err = readName(b); err != nil || len(b) == 0 {
-			return -1, errors.New("bad export")
-		}
-		kind := b[0]
-		idx, n := readU32(b[1:])
-		b = b[1+n:]
-		if kind == 0 && nm == name {
-			return int64(idx), nil
+func findExport(m *wasmbin.Module, name string) (uint64, error) {
+	s, ok := m.Section(wasmbin.SectionExport)
+	if !ok {
+		return 0, errors.New("no export section")
+	}
+	exports, err := s.Exports()
+	if err != nil {
+		return 0, errors.New("bad export")
+	}
+	for _, e := range exports {
+		if e.Kind == wasmbin.KindFunc && e.Name == name {
+			return e.Index, nil
 		}
 	}
-	return -1, fmt.Errorf("no exported function %q", name)
+	return 0, fmt.Errorf("no exported function %q", name)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plimsoll/plimsoll/internal/wasmbin"
 )
 
 // loopModule is a module with an exported tick function (which counts its calls in global 0)
@@ -14,7 +16,7 @@ func loopModule() []byte {
 	m := []byte("\x00asm\x01\x00\x00\x00")
 	sec := func(id byte, body []byte) {
 		m = append(m, id)
-		m = appendU32(m, uint32(len(body)))
+		m = wasmbin.AppendULEB(m, uint64(len(body)))
 		m = append(m, body...)
 	}
 	sec(1, []byte{2, 0x60, 0, 0, 0x60, 1, 0x7f, 0}) // types: () -> (), (i32) -> ()
@@ -43,7 +45,7 @@ func loopModule() []byte {
 		0x0b, 0x0b, 0x0b}
 	code := []byte{2}
 	for _, f := range [][]byte{tick, spin} {
-		code = appendU32(code, uint32(len(f)))
+		code = wasmbin.AppendULEB(code, uint64(len(f)))
 		code = append(code, f...)
 	}
 	sec(10, code)
