@@ -82,6 +82,9 @@ const (
 	StatusError   Status = "error"   // the tool failed: threw, exited non-zero, bad input
 	StatusTimeout Status = "timeout" // the run deadline passed
 	StatusLimit   Status = "limit"   // a resource limit was hit: memory, output, log, host calls, stack
+	// StatusInterrupted is a run the daemon stopped (killed, crashed) before it could write the
+	// run's own line; the next start writes it from the journal.
+	StatusInterrupted Status = "interrupted"
 )
 
 // TraceEntry is one guest call in the run's call trace (one JSON line each).
@@ -131,4 +134,10 @@ type Audit struct {
 	// ForcedOpen is the operator's reason when at least one of the run's calls was shed because
 	// its profile was forced open (the last such reason); "" otherwise, and then not written.
 	ForcedOpen string `json:"forced_open,omitempty"`
+	// Client is who asked for the run: the daemon's clients-file name ("anonymous" without one);
+	// "" (not written) from the CLI and MCP over stdio, which have no clients.
+	Client string `json:"client,omitempty"`
+	// MCPClient is the name an MCP client gave itself in initialize (a label, not an identity),
+	// for a run asked over MCP; "" (not written) otherwise.
+	MCPClient string `json:"mcp_client,omitempty"`
 }

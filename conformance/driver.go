@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -74,10 +73,8 @@ func BuiltinDriver(lang string) (Driver, error) {
 // ErrDriverFile is matched by errors from DriverFile.
 var ErrDriverFile = errors.New("cannot use the driver file")
 
-const maxDriverBytes = 64 << 20
-
 // DriverFile loads a driver from a file: a .wasm guest module, or a .js tool that runs on the
-// generic JavaScript preamble.
+// generic JavaScript preamble. It reads at most host.MaxToolBytes.
 func DriverFile(path string) (Driver, error) {
 	ext := filepath.Ext(path)
 	if ext != ".wasm" && ext != ".js" {
@@ -88,16 +85,10 @@ func DriverFile(path string) (Driver, error) {
 		return Driver{}, fmt.Errorf("%w: %v", ErrDriverFile, err)
 	}
 	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, maxDriverBytes+1))
+	name := filepath.Base(path)
+	tool, err := host.ReadTool(name, fh)
 	if err != nil {
 		return Driver{}, fmt.Errorf("%w %s: %v", ErrDriverFile, path, err)
 	}
-	if len(data) > maxDriverBytes {
-		return Driver{}, fmt.Errorf("%w %s: over %d bytes", ErrDriverFile, path, maxDriverBytes)
-	}
-	name := filepath.Base(path)
-	if ext == ".js" {
-		return Driver{Name: name, Tool: host.JSTool(name, string(data))}, nil
-	}
-	return Driver{Name: name, Tool: host.WasmTool(name, data)}, nil
+	return Driver{Name: name, Tool: tool}, nil
 }

@@ -33,12 +33,21 @@ func newControlPlaneFor(cfg Config) (*controlPlane, error) {
 	return cp, nil
 }
 
+// adminRoutes is the admin plane, every route in one table; each requires the admin token.
 func (s *Server) adminRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /admin/state", s.adminAuth(http.HandlerFunc(s.handleState)))
-	mux.Handle("POST /admin/profiles/{name}/force-open", s.adminAuth(s.mutation(s.handleForceOpen)))
-	mux.Handle("DELETE /admin/profiles/{name}/force-open", s.adminAuth(s.mutation(s.handleClearForced)))
-	mux.Handle("POST /admin/reload", s.adminAuth(s.mutation(s.handleReload)))
-	s.limitRoutes(mux) // limits.go
+	for _, r := range []struct {
+		pattern string
+		h       http.Handler
+	}{
+		{"GET /admin/state", http.HandlerFunc(s.handleState)},
+		{"GET /admin/profiles", http.HandlerFunc(s.handleProfileState)},
+		{"POST /admin/profiles/{name}/force-open", s.mutation(s.handleForceOpen)},
+		{"DELETE /admin/profiles/{name}/force-open", s.mutation(s.handleClearForced)},
+		{"POST /admin/reload", s.mutation(s.handleReload)},
+	} {
+		mux.Handle(r.pattern, s.adminAuth(r.h))
+	}
+	s.limitRoutes(mux) // limits.go: the API limit's routes, also admin-token only
 }
 
 // adminAuth requires the admin token, when there is one. A token is compared in constant time

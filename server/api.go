@@ -18,6 +18,7 @@ import (
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
 	"github.com/plimsoll/plimsoll/server/admission"
+	"github.com/plimsoll/plimsoll/server/mcpserver"
 )
 
 // Header names and media types of the API.
@@ -42,7 +43,6 @@ func (s *Server) apiHandler() http.Handler {
 
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /admin/profiles", s.adminAuth(http.HandlerFunc(s.handleProfileState)))
 	s.adminRoutes(mux)
 	s.probes(mux)
 	return s.counted(mux)
@@ -160,7 +160,7 @@ func (s *Server) readRunBody(w http.ResponseWriter, r *http.Request) (runRequest
 	if err != nil {
 		return runRequest{}, &RequestError{Status: http.StatusBadRequest, Field: "body", Reason: "reading the body: " + err.Error()}
 	}
-	req, err := DecodeRunRequest(body)
+	req, err := decodeRunRequest(body)
 	if err != nil {
 		return runRequest{}, err.(*RequestError)
 	}
@@ -227,7 +227,7 @@ type runAnswer struct {
 	Error  string              `json:"error"`
 	Log    string              `json:"log"`
 	Trace  []broker.TraceEntry `json:"trace"`
-	Audit  auditRecord         `json:"audit"`
+	Audit  broker.Audit        `json:"audit"`
 }
 
 // execute journals, runs, audits (synced) and answers one admitted run.
@@ -265,25 +265,33 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 
 // finish writes the audit line (synced) and records the run; the answer may go out after it.
 func (s *Server) finish(c *Client, res host.Result, took time.Duration) runAnswer {
-	return s.finishRecord(auditRecord{Audit: res.Audit, Client: c.Name}, res, took)
+	res.Audit.Client = c.Name
+	return s.finishRecord(res, took)
 }
 
-// finishRecord is finish with the audit record given (an MCP run's names its MCP client too).
-func (s *Server) finishRecord(rec auditRecord, res host.Result, took time.Duration) runAnswer {
-	if err := s.audit.Append(rec.line()); err != nil {
+// writeAudit appends a's line to the audit file, synced.
+func (s *Server) writeAudit(a broker.Audit) {
+	line := a.Line()
+	if err := s.audit.Append(line); err != nil {
 		// The line must not be lost: it goes to the log, which a shipper also keeps.
-		s.log.Error("audit file write failed; audit line follows", "error", err.Error(), "audit", string(rec.line()))
+		s.log.Error("audit file write failed; audit line follows", "error", err.Error(), "audit", string(line))
 	}
+}
+
+// finishRecord is finish with the audit's client names set (an MCP run's names its MCP client
+// too).
+func (s *Server) finishRecord(res host.Result, took time.Duration) runAnswer {
+	s.writeAudit(res.Audit)
 	if s.journal != nil {
 		s.journal.End(res.Audit.RunID)
 	}
 	s.metrics.observeRun(res.Audit, res.Trace, took.Seconds())
-	a := runAnswer{RunID: res.Audit.RunID, Status: res.Audit.Status, Output: outputJSON(res.Output),
-		Error: res.Audit.Error, Log: string(res.Log), Trace: res.Trace, Audit: rec}
+	a := runAnswer{RunID: res.Audit.RunID, Status: res.Audit.Status, Output: mcpserver.OutputJSON(res.Output),
+		Error: res.Audit.Error, Log: string(res.Log), Trace: res.Trace, Audit: res.Audit}
 	if a.Trace == nil {
 		a.Trace = []broker.TraceEntry{}
 	}
-	s.recent.put(a.RunID, rec.Client, a)
+	s.recent.put(a.RunID, res.Audit.Client, a)
 	return a
 }
 
@@ -297,19 +305,6 @@ func (s *Server) runContext(reqCtx context.Context, timeout time.Duration) (cont
 		return ctx, func() { tcancel(); stop(); cancel() }
 	}
 	return ctx, func() { stop(); cancel() }
-}
-
-// outputJSON is the tool's value: its output when that is JSON, else the output as a string.
-func outputJSON(out []byte) json.RawMessage {
-	t := bytes.TrimSpace(out)
-	if len(t) == 0 {
-		return json.RawMessage("null")
-	}
-	if json.Valid(t) {
-		return t
-	}
-	b, _ := json.Marshal(string(out))
-	return b
 }
 
 func acceptsNDJSON(r *http.Request) bool {

@@ -48,12 +48,9 @@ type wireRunRequest struct {
 	Timeout    *string         `json:"timeout"`
 }
 
-// MaxToolBytes caps a tool's code or decoded module, as the CLI does.
-const MaxToolBytes = 4 << 20
-
-// DecodeRunRequest decodes and validates a POST /v1/runs body. Errors are *RequestError with
+// decodeRunRequest decodes and validates a POST /v1/runs body. Errors are *RequestError with
 // status 400 naming the field.
-func DecodeRunRequest(body []byte) (runRequest, error) {
+func decodeRunRequest(body []byte) (runRequest, error) {
 	var w wireRunRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -127,21 +124,23 @@ func (w wireRunRequest) tool() (host.Tool, string, error) {
 		if *w.Code == "" {
 			return host.Tool{}, "", bad("code", "must not be empty")
 		}
-		if len(*w.Code) > MaxToolBytes {
-			return host.Tool{}, "", bad("code", "is over %d bytes", MaxToolBytes)
-		}
 		d := digest([]byte(*w.Code))
-		return host.JSTool(toolName(d, ".js"), *w.Code), d, nil
+		tool, err := host.ToolFromSource(toolName(d, ".js"), []byte(*w.Code))
+		if err != nil {
+			return host.Tool{}, "", bad("code", "is over %d bytes", host.MaxToolBytes)
+		}
+		return tool, d, nil
 	}
 	bin, err := base64.StdEncoding.DecodeString(*w.WasmBase64)
 	if err != nil {
 		return host.Tool{}, "", bad("wasm_base64", "is not standard base64: %v", err)
 	}
-	if len(bin) == 0 || len(bin) > MaxToolBytes {
-		return host.Tool{}, "", bad("wasm_base64", "the module is %d bytes: want 1 to %d", len(bin), MaxToolBytes)
-	}
 	d := digest(bin)
-	return host.WasmTool(toolName(d, ".wasm"), bin), d, nil
+	tool, err := host.ToolFromSource(toolName(d, ".wasm"), bin)
+	if len(bin) == 0 || err != nil {
+		return host.Tool{}, "", bad("wasm_base64", "the module is %d bytes: want 1 to %d", len(bin), host.MaxToolBytes)
+	}
+	return tool, d, nil
 }
 
 func digest(b []byte) string {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plimsoll/plimsoll/internal/auditlog"
 )
 
 var testEnv = func(k string) string {
@@ -98,7 +100,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 	f.Add([]byte(`{"profile":"p","wasm_base64":"AGFzbQEAAAA="}`))
 	f.Add([]byte(`{"profile":"p","code":"1"} {}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRunRequest(b)
+		r, err := decodeRunRequest(b)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) || re.Status != 400 || re.Reason == "" {
@@ -119,7 +121,7 @@ func TestRecoverJournal(t *testing.T) {
 	os.WriteFile(jpath, []byte(`{"run_id":"done1","client":"a","profile":"p"}`+"\n"+
 		`{"run_id":"lost1","client":"a","profile":"p","tool":"t.js"}`+"\n"+
 		`{"run_id":"lost1","client":"a","profile":"p","tool":"t.js"}`+"\n"+`{"run_id":"torn`), 0o600)
-	f, err := openSyncFile(audit)
+	f, err := auditlog.Open(audit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestRecoverJournal(t *testing.T) {
 
 func TestSyncFileGroupCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a")
-	f, err := openSyncFile(path)
+	f, err := auditlog.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

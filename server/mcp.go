@@ -125,16 +125,15 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	opts.Criticality = tierOf(crit) // the API limit's tier (limits.go)
 	res := s.rt.RunWith(runCtx, call.Tool, call.Profile, call.Input, opts)
 	s.plane.ended(runID)
-	s.finishRecord(auditRecord{Audit: res.Audit, Client: call.Caller.Name, MCPClient: call.MCPClient}, res, time.Since(t1))
+	res.Audit.Client, res.Audit.MCPClient = call.Caller.Name, call.MCPClient
+	s.finishRecord(res, time.Since(t1))
 	return res
 }
 
 // refuseMCP is a tool call the daemon did not run: it still has its audit line.
 func (s *Server) refuseMCP(call mcpserver.Call, err error) host.Result {
 	a := broker.NewAudit("", call.Profile.Name, call.Tool.Name, broker.StatusError, err)
-	rec := auditRecord{Audit: a, Client: call.Caller.Name, MCPClient: call.MCPClient}
-	if aerr := s.audit.Append(rec.line()); aerr != nil {
-		s.log.Error("audit file write failed; audit line follows", "error", aerr.Error(), "audit", string(rec.line()))
-	}
+	a.Client, a.MCPClient = call.Caller.Name, call.MCPClient
+	s.writeAudit(a)
 	return host.Result{Err: err, Audit: a}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/auditlog"
 	"github.com/plimsoll/plimsoll/profiles"
 	"github.com/plimsoll/plimsoll/server/admission"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
@@ -26,7 +27,7 @@ type Server struct {
 	store   *Store
 	clients *Clients // nil in open mode
 	adm     *admission.Controller
-	audit   *syncFile
+	audit   *auditlog.File
 	journal *journal // nil without an audit file
 	metrics *metrics
 	recent  *ring
@@ -162,11 +163,11 @@ func (s *Server) loadClients() error {
 // openAudit opens the audit file and its journal, and audits the runs a crash left behind.
 func (s *Server) openAudit() error {
 	if s.cfg.AuditFile == "" {
-		s.audit = &syncFile{w: s.cfg.AuditOut}
+		s.audit = auditlog.Stream(s.cfg.AuditOut)
 		s.log.Warn("no --audit file: audit lines go to stdout, unsynced, and runs are not journaled")
 		return nil
 	}
-	a, err := openSyncFile(s.cfg.AuditFile)
+	a, err := auditlog.Open(s.cfg.AuditFile)
 	if err != nil {
 		return &ConfigError{Flag: "audit", Reason: err.Error()}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/auditlog"
 	"github.com/plimsoll/plimsoll/profiles"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
 )
@@ -119,46 +120,30 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// auditSink appends audit lines to a file, synced per line, or to stderr without one. A line
-// the file refuses goes to stderr, with the reason: it is never lost.
+// auditSink appends audit lines to an audit file (auditlog's rule: synced before the call
+// returns), or to stderr without one. A line the file refuses goes to stderr, with the reason:
+// it is never lost.
 type auditSink struct {
-	mu     sync.Mutex
-	f      *os.File
+	f      *auditlog.File
 	stderr io.Writer
 }
 
 func openAuditSink(path string, stderr io.Writer) (*auditSink, error) {
-	a := &auditSink{stderr: stderr}
 	if path == "" {
-		return a, nil
+		return &auditSink{f: auditlog.Stream(stderr), stderr: stderr}, nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := auditlog.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	a.f = f
-	return a, nil
+	return &auditSink{f: f, stderr: stderr}, nil
 }
 
 func (a *auditSink) write(line []byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.f == nil {
-		a.stderr.Write(line)
-		return
-	}
-	_, err := a.f.Write(line)
-	if err == nil {
-		err = a.f.Sync()
-	}
-	if err != nil {
+	if err := a.f.Append(line); err != nil {
 		fmt.Fprintf(a.stderr, "plimsoll-run mcp: audit file: %v; audit line follows\n", err)
 		a.stderr.Write(line)
 	}
 }
 
-func (a *auditSink) close() {
-	if a.f != nil {
-		a.f.Close()
-	}
-}
+func (a *auditSink) close() { a.f.Close() }

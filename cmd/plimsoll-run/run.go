@@ -13,6 +13,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/host"
+	"github.com/plimsoll/plimsoll/internal/auditlog"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -125,12 +126,9 @@ func writeAudit(path string, a broker.Audit, e env) {
 		e.stderr.Write(a.Line())
 		return
 	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := auditlog.Open(path)
 	if err == nil {
-		_, err = fh.Write(a.Line())
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
+		err = errors.Join(f.Append(a.Line()), f.Close())
 	}
 	if err != nil {
 		// The line must not be lost: fall back to stderr and say why.
@@ -139,31 +137,22 @@ func writeAudit(path string, a broker.Audit, e env) {
 	}
 }
 
-const maxToolBytes = 4 << 20
-
 // readTool reads TOOL: a .js or .wasm file, or JS on stdin for "-".
 func readTool(arg string, stdin io.Reader) (host.Tool, error) {
-	var src []byte
-	var err error
-	if arg == "-" {
-		src, err = io.ReadAll(io.LimitReader(stdin, maxToolBytes+1))
-	} else {
-		src, err = readCappedFile(arg, maxToolBytes)
+	r := stdin
+	if arg != "-" {
+		fh, err := os.Open(arg)
+		if err != nil {
+			return host.Tool{}, fmt.Errorf("tool %s: %w", arg, errors.Unwrap(err))
+		}
+		defer fh.Close()
+		r = fh
 	}
-	if err != nil {
-		return host.Tool{}, fmt.Errorf("tool %s: %w", arg, err)
-	}
-	if len(src) > maxToolBytes {
-		return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, maxToolBytes)
-	}
-	switch ext := filepath.Ext(arg); {
-	case arg == "-" || ext == ".js":
-		return host.JSTool(toolName(arg), string(src)), nil
-	case ext == ".wasm":
-		return host.WasmTool(toolName(arg), src), nil
-	default:
+	tool, err := host.ReadTool(toolName(arg), r)
+	if errors.Is(err, host.ErrToolKind) {
 		return host.Tool{}, fmt.Errorf("tool %s: want a .js or .wasm file, or - for JS on stdin", arg)
 	}
+	return tool, err
 }
 
 // readToolAs reads TOOL as readTool does, as an Extism plugin with --kind extism, and calls
@@ -183,14 +172,11 @@ func readToolAs(arg string, stdin io.Reader, kind, function string) (host.Tool, 
 		if filepath.Ext(arg) != ".wasm" {
 			return host.Tool{}, fmt.Errorf("--kind extism: tool %s: want a .wasm file", arg)
 		}
-		src, err := readCappedFile(arg, maxToolBytes)
+		tool, err := readTool(arg, stdin)
 		if err != nil {
-			return host.Tool{}, fmt.Errorf("tool %s: %w", arg, err)
+			return host.Tool{}, err
 		}
-		if len(src) > maxToolBytes {
-			return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, maxToolBytes)
-		}
-		return host.ExtismTool(toolName(arg), src, function), nil
+		return tool.AsExtism(function), nil
 	}
 	return host.Tool{}, fmt.Errorf("--kind %q: want extism (or leave it out)", kind)
 }
@@ -218,7 +204,7 @@ func readInput(v string) ([]byte, error) {
 	}
 	data := []byte(v)
 	if name, ok := strings.CutPrefix(v, "@"); ok {
-		b, err := readCappedFile(name, maxToolBytes)
+		b, err := readCappedFile(name, host.MaxToolBytes)
 		if err != nil {
 			return nil, fmt.Errorf("--input %s: %w", v, err)
 		}

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -17,7 +16,7 @@ import (
 type Local struct {
 	Runtime *host.Runtime
 	Served  []*profiles.Profile
-	Audit   func(line []byte) // writes one audit line (AuditLine)
+	Audit   func(line []byte) // writes one audit line (broker.Audit.Line)
 
 	running sync.WaitGroup
 }
@@ -47,24 +46,12 @@ func (l *Local) Run(ctx context.Context, c Call) host.Result {
 	if err != nil {
 		res := host.Result{Err: fmt.Errorf("_meta %s: %w", MetaCriticality, err)}
 		res.Audit = broker.NewAudit("", c.Profile.Name, c.Tool.Name, broker.StatusError, res.Err)
-		l.Audit(AuditLine(res.Audit, c.Caller.Name, c.MCPClient))
+		res.Audit.Client, res.Audit.MCPClient = c.Caller.Name, c.MCPClient
+		l.Audit(res.Audit.Line())
 		return res
 	}
 	res := l.Runtime.RunWith(ctx, c.Tool, c.Profile, c.Input, host.RunOptions{OnCall: c.OnCall, Criticality: tier})
-	l.Audit(AuditLine(res.Audit, c.Caller.Name, c.MCPClient))
+	res.Audit.Client, res.Audit.MCPClient = c.Caller.Name, c.MCPClient
+	l.Audit(res.Audit.Line())
 	return res
-}
-
-// AuditLine is a run's audit line with the MCP caller: client (the clients-file name; left out
-// when there is none, over stdio) and mcp_client (the initialize request's client name).
-func AuditLine(a broker.Audit, client, mcpClient string) []byte {
-	b, err := json.Marshal(struct {
-		broker.Audit
-		Client    string `json:"client,omitempty"`
-		MCPClient string `json:"mcp_client"`
-	}{a, client, mcpClient})
-	if err != nil {
-		b = []byte(`{"status":"error","error":"audit encoding failed"}`) // unreachable: strings and numbers
-	}
-	return append(b, '\n')
 }

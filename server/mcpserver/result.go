@@ -45,7 +45,8 @@ func (s *Server) result(res host.Result) (*mcp.CallToolResult, *Result, error) {
 }
 
 // OutputJSON is the tool's value: its output when that is JSON, else the output as a string;
-// null for none.
+// null for none. It is the daemon's one: POST /v1/runs answers with it too. Invalid UTF-8 in a
+// string output becomes U+FFFD.
 func OutputJSON(out []byte) json.RawMessage {
 	t := bytes.TrimSpace(out)
 	if len(t) == 0 {

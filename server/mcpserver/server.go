@@ -74,9 +74,6 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
-// MaxCodeBytes caps a call's code, as POST /v1/runs does.
-const MaxCodeBytes = 4 << 20
-
 // Defaults of Options.
 const (
 	DefaultMaxText       = 16 << 10
@@ -274,13 +271,14 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 		if !ok {
 			return nil, nil, unknownTool(req.Params.Name) // removed since the last sync
 		}
-		if len(in.Code) > MaxCodeBytes {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-				Text: fmt.Sprintf("code is %d bytes: the most is %d", len(in.Code), MaxCodeBytes)}}}, nil, nil
-		}
 		sum := sha256.Sum256([]byte(in.Code))
 		digest := hex.EncodeToString(sum[:])
-		call := Call{Caller: c, Profile: p, Tool: host.JSTool("sha256-"+digest[:16]+".js", in.Code),
+		tool, err := host.ToolFromSource("sha256-"+digest[:16]+".js", []byte(in.Code))
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("code is %d bytes: the most is %d", len(in.Code), host.MaxToolBytes)}}}, nil, nil
+		}
+		call := Call{Caller: c, Profile: p, Tool: tool,
 			Digest: "sha256:" + digest, Input: inputJSON(in.Input)}
 		if info := req.ClientInfo(); info != nil {
 			call.MCPClient = info.Name

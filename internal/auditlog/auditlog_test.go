@@ -1,0 +1,98 @@
+package auditlog
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestAppendWritesWholeLinesFromManyWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			if err := f.Append(fmt.Appendf(nil, "{\"n\":%d}\n", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 50 {
+		t.Fatalf("%d lines, want 50", len(lines))
+	}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[l] = true
+	}
+	for i := range 50 {
+		if !seen[fmt.Sprintf("{\"n\":%d}", i)] {
+			t.Errorf("line %d is missing or torn", i)
+		}
+	}
+	if info, _ := os.Stat(path); info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", info.Mode().Perm())
+	}
+}
+
+func TestAppendAfterCloseFailsAndOpenAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	os.WriteFile(path, []byte("old\n"), 0o600)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Append([]byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := f.Append([]byte("late\n")); err == nil {
+		t.Error("an append after Close succeeded")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old\nnew\n" {
+		t.Errorf("file %q", b)
+	}
+}
+
+func TestRewriteReplacesAndKeepsAppending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	f, _ := Open(path)
+	defer f.Close()
+	f.Append([]byte("a\nb\n"))
+	if err := f.Rewrite([]byte("b\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.Append([]byte("c\n"))
+	if b, _ := os.ReadFile(path); string(b) != "b\nc\n" {
+		t.Errorf("file %q", b)
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Error("the temporary file is left behind")
+	}
+}
+
+func TestStream(t *testing.T) {
+	var buf bytes.Buffer
+	s := Stream(&buf)
+	if err := s.Append([]byte("x\n")); err != nil || buf.String() != "x\n" {
+		t.Errorf("%q, %v", buf.String(), err)
+	}
+	if s.Rewrite(nil) == nil {
+		t.Error("a stream was rewritten")
+	}
+	if s.Close() != nil || s.Append([]byte("y\n")) != nil {
+		t.Error("a stream stays open: its writer is the caller's")
+	}
+}
