@@ -66,6 +66,9 @@ type Config struct {
 	// after the grant and before the breaker: while it says open for the call's route, the call
 	// is shed as with ForcedOpen, with reason "forced open by the operator on route ROUTE: ".
 	ForcedRoute func(route string) (reason string, open bool)
+	// Approver, when set, is asked about every call under the profile's approvals routes; with
+	// none, such calls are refused (403 approval_unavailable), never forwarded.
+	Approver Approver
 }
 
 // Values of TraceEntry.Probe.
@@ -105,6 +108,8 @@ type TraceEntry struct {
 	// QueueMs is how long the call waited for a slot of its API's concurrency limit; 0 (and not
 	// written) when it did not wait.
 	QueueMs float64 `json:"queue_ms,omitempty"`
+	// Approval is set on a call under the profile's approvals routes.
+	Approval *ApprovalTrace `json:"approval,omitempty"`
 }
 
 // Counters are the run's call tallies.
@@ -140,4 +145,6 @@ type Audit struct {
 	// MCPClient is the name an MCP client gave itself in initialize (a label, not an identity),
 	// for a run asked over MCP; "" (not written) otherwise.
 	MCPClient string `json:"mcp_client,omitempty"`
+	// Approvals counts the run's approvals; set only when its profile has an approvals block.
+	Approvals *ApprovalCounts `json:"approvals,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/plimsoll/plimsoll/broker"
@@ -196,4 +197,29 @@ func sameRequest(a, b broker.Request) bool {
 		}
 	}
 	return true
+}
+
+// FuzzSummarizeBody holds what an approver is shown to its promises: no rune a screen could hide
+// or act on, bounded size, and one summary for two encodings of one JSON value.
+func FuzzSummarizeBody(f *testing.F) {
+	f.Add([]byte(`{"b":1,"a":"x\u202ey"}`))
+	f.Add([]byte("pay\x1b[2J\u0085\x7f now"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s := broker.SummarizeBody(body)
+		for _, c := range s {
+			if c != ' ' && (!unicode.IsPrint(c) || c == utf8.RuneError) {
+				t.Fatalf("summary %q holds %U", s, c)
+			}
+		}
+		if len(s) > broker.MaxSummaryBytes+40 {
+			t.Fatalf("summary is %d bytes", len(s))
+		}
+		var v any
+		if json.Unmarshal(body, &v) == nil && json.Valid(body) {
+			spaced := append([]byte(" \n"), body...)
+			if got := broker.SummarizeBody(spaced); got != s {
+				t.Fatalf("%q and %q summarize differently: %q vs %q", body, spaced, s, got)
+			}
+		}
+	})
 }

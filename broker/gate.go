@@ -47,7 +47,8 @@ func (r *Broker) forcedShed() (verdict, bool) {
 // answers 2xx; then the breaker is closed and the call goes on if the budget allows. A profile
 // forced open between the pick and now sends no probe: the pick is given back to the breaker as
 // a failed probe, and the call is shed as forced open.
-func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) (Response, bool) {
+// charge is false for a gated call, whose budget was charged before its approval.
+func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time, charge bool) (Response, bool) {
 	if a, forced := r.forcedShed(); forced {
 		r.mu.Lock()
 		r.breaker.RecordProbe(r.now(), 0)
@@ -61,6 +62,9 @@ func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time) 
 		return r.answer(*entry, shedAnswer(reason, r.retryAfter()), Shed, reason, t0), true
 	}
 	entry.Probe = ProbeOK
+	if !charge {
+		return Response{}, false
+	}
 	return r.refuseAtGate(*entry, r.spend(), t0)
 }
 
@@ -77,8 +81,9 @@ func (r *Broker) refuseAtGate(entry TraceEntry, a verdict, t0 time.Time) (resp R
 }
 
 // gate takes the breaker's decision and, when the call may go on, charges the budget. The
-// operator's forced-open flag comes first: while it is set, the breaker is not consulted.
-func (r *Broker) gate(now time.Time) verdict {
+// operator's forced-open flag comes first: while it is set, the breaker is not consulted. charge
+// is false for a gated call after its approval: its budget was charged before the wait.
+func (r *Broker) gate(now time.Time, charge bool) verdict {
 	if a, forced := r.forcedShed(); forced {
 		return a
 	}
@@ -94,6 +99,9 @@ func (r *Broker) gate(now time.Time) verdict {
 			a.reason = "breaker open after upstream 429; waiting out Retry-After"
 		}
 		a.retryAfter = r.breaker.RetryAfter(r.now()) // read after the decision, as a shed answer is given
+		return a
+	}
+	if !charge {
 		return a
 	}
 	return r.spendLocked(a)

@@ -35,6 +35,7 @@ type Broker struct {
 	tool       string
 	onRecord   func(TraceEntry)      // optional live view of the trace
 	forcedOpen func() (string, bool) // the operator's flag for the profile; nil when none
+	approver   Approver              // asks a person about gated calls; nil refuses them
 
 	limits    *Limits                     // the process's per-API limits; nil when none (limit.go)
 	tier      bulkhead.Tier               // the run's criticality at the API limit
@@ -49,6 +50,7 @@ type Broker struct {
 	finished  bool
 	final     Counters // the counters as the audit line gave them; set by Finish
 	forced    string   // the operator's reason of the last call shed as forced open
+	approvals ApprovalCounts
 }
 
 // New builds a Broker. The profile must come from profiles.Load*, so its routes are compiled.
@@ -65,6 +67,7 @@ func New(cfg Config) (*Broker, error) {
 		tool:       cfg.Tool,
 		onRecord:   cfg.OnRecord,
 		forcedOpen: cfg.ForcedOpen,
+		approver:   cfg.Approver,
 		allowed:    allowedHeaders(p),
 		breaker:    breaker.New(p.HealthCheck != nil),
 	}
@@ -131,6 +134,7 @@ type Started struct {
 	at     time.Time
 	probe  bool      // picked to probe health_check first
 	answer *Response // set when the call is answered at once
+	gate   *gate     // set when the call waits for a person first (approvals)
 }
 
 // StartEnvelope decodes a request envelope strictly and takes the call's decisions now. With
@@ -200,7 +204,10 @@ func (r *Broker) begin(tk ticket, req Request) *Started {
 	if resp, forced := r.routeForced(s.entry, tk.at); forced {
 		return r.answered(resp)
 	}
-	a := r.gate(tk.at)
+	if gated, ok := r.profile.Approvals.Gated(req.Method, req.Path); ok {
+		return r.beginGated(s, gated)
+	}
+	a := r.gate(tk.at, true)
 	if a.decision == breaker.Probe {
 		s.probe = true
 		return s
@@ -217,8 +224,16 @@ func (s *Started) Complete(ctx context.Context) Response {
 		return *s.answer
 	}
 	r := s.r
+	if s.gate != nil {
+		if resp, refused := r.afterApproval(ctx, s); refused {
+			return resp
+		}
+	}
 	if s.probe {
-		if resp, shed := r.probeFor(ctx, &s.entry, s.at); shed {
+		if resp, shed := r.probeFor(ctx, &s.entry, s.at, s.gate == nil); shed {
+			if s.gate != nil {
+				r.refund() // charged before its approval
+			}
 			return resp
 		}
 	}
@@ -232,7 +247,7 @@ func (r *Broker) Finish(status Status, runErr error) Audit {
 		r.final = r.countersLocked()
 		r.finished = true
 	}
-	c, forced := r.final, r.forced
+	c, forced, approvals := r.final, r.forced, r.approvalCountsLocked()
 	r.mu.Unlock()
 	a := NewAudit(r.runID, r.profile.Name, r.tool, status, nil)
 	if runErr != nil {
@@ -241,5 +256,6 @@ func (r *Broker) Finish(status Status, runErr error) Audit {
 	a.Counters, a.BudgetCalls = c, r.profile.Budget.Calls
 	a.DurationMs = r.now().Sub(r.start).Milliseconds()
 	a.ForcedOpen = forced
+	a.Approvals = approvals
 	return a
 }

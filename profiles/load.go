@@ -192,7 +192,7 @@ func (d *decoder) fail(field, format string, args ...any) {
 	}
 }
 
-var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency"}
+var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency", "approvals"}
 
 func (d *decoder) profile(raw map[string]any) *Profile {
 	d.unknown("", raw, topFields)
@@ -207,6 +207,7 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 	d.limits(raw["limits"], &p.Limits)
 	p.Description, _ = d.str("description", raw["description"], false)
 	p.Concurrency = d.concurrency(raw["concurrency"])
+	p.Approvals = d.approvals(raw["approvals"], p.Routes, p.Limits.RunTimeout)
 	return p
 }
 

@@ -23,6 +23,8 @@ type Profile struct {
 	Description    string // optional; what the grant is for, shown to the daemon's clients
 	// Concurrency is the optional limit on calls in flight to the API across runs; nil when off.
 	Concurrency *Concurrency
+	// Approvals marks routes whose calls wait for a person; nil (the default) gates nothing.
+	Approvals *Approvals
 }
 
 // Credential says where the secret comes from and how it is sent. The secret itself is resolved

@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// CallHash is the sha256, in hex, of exactly what a gated call sends: its method, its path with
+// the query, and its body, each preceded by its length so no two calls share an encoding. An
+// approval answers the call whose hash it names; a changed byte is a new approval.
+func CallHash(method, path, query string, body []byte) string {
+	h := sha256.New()
+	target := path
+	if query != "" {
+		target += "?" + query
+	}
+	for _, part := range [][]byte{[]byte(method), []byte(target), body} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// MaxSummaryBytes caps a body summary; a longer one ends with its full size, and the hash
+// still covers the whole body.
+const MaxSummaryBytes = 4096
+
+// SummarizeBody renders a body for a person to judge: JSON in one canonical form (keys sorted,
+// no insignificant space, so two encodings of one value read the same), other UTF-8 text as it
+// is, anything else by its size. Every rune a terminal or a form could hide or act on (controls,
+// DEL, C1, bidi and other format characters) is written as a \u escape, and so is '\' in text,
+// so what is shown is what is sent.
+func SummarizeBody(body []byte) string {
+	var s string
+	switch {
+	case len(body) == 0:
+		return "(no body)"
+	case json.Valid(body):
+		s = canonicalJSON(body)
+	case utf8.Valid(body):
+		s = escapeText(string(body), true)
+	default:
+		return fmt.Sprintf("(%d bytes, not text)", len(body))
+	}
+	if len(s) > MaxSummaryBytes {
+		s = capText(s, MaxSummaryBytes) + fmt.Sprintf(" (%d bytes in all)", len(s))
+	}
+	return s
+}
+
+func canonicalJSON(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // numbers as written, not rounded through float64
+	var v any
+	if dec.Decode(&v) != nil {
+		return escapeText(string(body), true)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return escapeText(string(body), true)
+	}
+	// Inside JSON strings a '\' is already escaped, so only unprintable runes need it.
+	return escapeText(strings.TrimSuffix(buf.String(), "\n"), false)
+}
+
+// escapeText writes unprintable runes (and, for text, '\') as \u escapes; invalid UTF-8 bytes
+// come out as \ufffd.
+func escapeText(s string, backslash bool) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, c := range s {
+		switch {
+		case c == '\\' && backslash:
+			b.WriteString(`\\`)
+		case c == ' ' || (unicode.IsPrint(c) && c != utf8.RuneError):
+			b.WriteRune(c)
+		case c > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(c)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+	}
+	return b.String()
+}
