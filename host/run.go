@@ -41,6 +41,8 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 	}
 
 	secret, secretErr := p.ResolveSecret(rt.getenv)
+	clock := newActiveClock(p)
+	opts.Approver = clock.wrap(opts.Approver)
 	b, err := rt.newBroker(runID, tool, p, secret, opts)
 	if err != nil {
 		return unbrokered(runID, p.Name, tool, setupError("start the broker", err))
@@ -53,7 +55,7 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 		err = setupError("resolve the credential", secretErr)
 	} else {
 		rt.executing.Add(1)
-		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input, opts.OnLog)
+		res.Output, res.Log, err = rt.execute(ctx, b, tool, p, input, opts.OnLog, clock)
 		if rt.executing.Add(-1) == 0 {
 			select {
 			case rt.idle <- struct{}{}:
@@ -81,7 +83,8 @@ func (rt *Runtime) enter() bool {
 func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secret profiles.Secret, opts RunOptions) (*broker.Broker, error) {
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
 		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: opts.OnCall, ForcedOpen: opts.ForcedOpen,
-		Limits: rt.limits, Criticality: opts.Criticality, ForcedRoute: opts.ForcedRoute})
+		Limits: rt.limits, Criticality: opts.Criticality, ForcedRoute: opts.ForcedRoute,
+		Approver: opts.Approver})
 }
 
 // refused is the result of a run that never started; its broker records no calls.
@@ -120,7 +123,8 @@ type runState struct {
 }
 
 // execute runs the guest and says how it ended.
-func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte, onLog func([]byte)) (out, log []byte, err error) {
+// clock, when set, makes the run timeout count active time (approvals; see deadline.go).
+func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte, onLog func([]byte), clock *activeClock) (out, log []byte, err error) {
 	kind, ok := rt.kinds[tool.kind]
 	if !ok {
 		return nil, nil, setupError("load the tool", errors.New("the tool has neither JavaScript source nor a wasm module"))
@@ -132,8 +136,13 @@ func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	defer context.AfterFunc(rt.closing, func() { stop(ErrClosed) })() // Close ends sleeps and calls too
-	runCtx, cancel := context.WithTimeoutCause(runCtx, st.limits.RunTimeout,
-		&TimeoutError{Limit: "limits.run_timeout", After: st.limits.RunTimeout})
+	var cancel func()
+	if clock != nil {
+		runCtx, cancel = clock.deadline(runCtx, p)
+	} else {
+		runCtx, cancel = context.WithTimeoutCause(runCtx, st.limits.RunTimeout,
+			&TimeoutError{Limit: "limits.run_timeout", After: st.limits.RunTimeout})
+	}
 	defer cancel()
 	st.ctx = runCtx
 

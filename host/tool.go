@@ -106,4 +106,7 @@ type RunOptions struct {
 	// ForcedRoute, when set, is the operator's forced-open flag per granted route pattern
 	// (broker.Config.ForcedRoute).
 	ForcedRoute func(route string) (reason string, open bool)
+	// Approver, when set, asks a person about calls under the profile's approvals routes
+	// (broker.Config.Approver); without one, such calls are refused.
+	Approver broker.Approver
 }
