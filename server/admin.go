@@ -48,6 +48,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		mux.Handle(r.pattern, s.adminAuth(r.h))
 	}
 	s.limitRoutes(mux) // limits.go: the API limit's routes, also admin-token only
+	s.approvalRoutes(mux)
 }
 
 // adminAuth requires the admin token, when there is one. A token is compared in constant time

@@ -123,6 +123,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	opts := s.plane.runOptions(runID, call.Caller.Name, call.Profile.Name) // forced-open flags, live state
 	opts.OnCall = call.OnCall
 	opts.Criticality = tierOf(crit) // the API limit's tier (limits.go)
+	opts.Approver = s.plane.desk.approver(call.Caller.Name, call.Elicit)
 	res := s.rt.RunWith(runCtx, call.Tool, call.Profile, call.Input, opts)
 	s.plane.ended(runID)
 	res.Audit.Client, res.Audit.MCPClient = call.Caller.Name, call.MCPClient

@@ -17,6 +17,8 @@ import (
 type controlPlane struct {
 	flags      *forcedFlags
 	adminToken *[32]byte // sha256 of --admin-token-env's token; nil when the admin plane has none
+	// desk holds the approvals waiting on the admin channel (approvals.go).
+	desk *approvalDesk
 
 	mu   sync.Mutex
 	live map[string]*liveRun // by run id
@@ -31,7 +33,8 @@ type liveRun struct {
 }
 
 func newControlPlane() *controlPlane {
-	return &controlPlane{flags: newForcedFlags(), routes: newForcedFlags(), live: map[string]*liveRun{}}
+	return &controlPlane{flags: newForcedFlags(), routes: newForcedFlags(), live: map[string]*liveRun{},
+		desk: newApprovalDesk()}
 }
 
 // runOptions are a run's host options: its id, its profile's forced-open flag, and the hook
@@ -39,6 +42,7 @@ func newControlPlane() *controlPlane {
 // it, and through ended when RunWith returns.
 func (cp *controlPlane) runOptions(runID, client, profile string) host.RunOptions {
 	return host.RunOptions{RunID: runID, ForcedOpen: cp.flags.cell(profile).read, ForcedRoute: cp.routeFlag(profile),
+		Approver: cp.desk.approver(client, nil),
 		OnStart: func(state func() broker.State) {
 			cp.mu.Lock()
 			cp.live[runID] = &liveRun{client: client, state: state}

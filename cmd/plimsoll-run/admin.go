@@ -20,16 +20,24 @@ const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] 
        plimsoll-run admin clear NAME [--route "METHOD /path"] [--admin ADDR] [--json]
        plimsoll-run admin reload [--admin ADDR] [--json]
 ` + limitsSynopsis + `
+       plimsoll-run admin approvals [--admin ADDR] [--json]
+       plimsoll-run admin approve ID [--hash SHA256] [--by NAME] [--admin ADDR] [--json]
+       plimsoll-run admin decline ID [--reason R] [--by NAME] [--admin ADDR] [--json]
 
 The daemon's admin plane (plimsoll-run serve --admin). A forced-open profile sheds every call of
 its live and new runs until cleared; the flag survives profile reloads and is lost on restart.
 With serve --admin-token-env, the token is read from $PLIMSOLL_ADMIN_TOKEN (or --token-env).
 Exit codes: 0 done; 1 the daemon refused the request, or a reload refused a file; 2 usage, or
-the daemon cannot be reached.`
+the daemon cannot be reached.
+
+approvals lists the calls waiting for a person (profiles with an approvals block); approve lets
+one leave, decline refuses it. approve without --hash shows the call and approves the hash the
+daemon lists for ID; with --hash, only a call with exactly that hash is approved.`
 
 // adminCmd is one admin subcommand's parsed flags.
 type adminCmd struct {
 	addr, tokenEnv, reason, profile string
+	hash, by                        string
 	json                            bool
 	e                               env
 	retune                          func() map[string]any // the retune flags given (adminlimits.go)
@@ -63,7 +71,9 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		c.retune = retuneFlags(fs)
 	case "clear":
 		fs.StringVar(&c.route, "route", "", "the route pattern forced open with force-open --route")
-	case "reload":
+	case "reload", "approvals":
+	case "approve", "decline":
+		c.approvalFlags(fs, sub)
 	default:
 		fmt.Fprintf(e.stderr, "plimsoll-run admin: unknown subcommand %q\n\nusage: %s\n", sub, adminSynopsis)
 		return exitConfig
@@ -82,8 +92,11 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: unexpected argument %q\n", sub, fs.Arg(0))
 		return exitConfig
 	}
-	needsName := sub == "force-open" || sub == "clear" || sub == "retune"
+	needsName := sub == "force-open" || sub == "clear" || sub == "retune" || sub == "approve" || sub == "decline"
 	switch {
+	case needsName && name == "" && (sub == "approve" || sub == "decline"):
+		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: an approval ID is required (plimsoll-run admin approvals lists them)\n", sub)
+		return exitConfig
 	case needsName && name == "":
 		fmt.Fprintf(e.stderr, "plimsoll-run admin %s: a profile NAME is required\n", sub)
 		return exitConfig
@@ -116,6 +129,8 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 		return c.do(ctx, "GET", "/admin/limits"+q, nil, c.printLimits)
 	case "retune":
 		return c.do(ctx, "POST", "/admin/limits/"+url.PathEscape(name)+"/retune", c.retune(), c.printLimits)
+	case "approvals", "approve", "decline":
+		return c.approvals(ctx, sub, name)
 	default:
 		return c.do(ctx, "POST", "/admin/reload", nil, c.printReload)
 	}

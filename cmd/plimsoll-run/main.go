@@ -42,6 +42,7 @@ Usage:
                      [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
   plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--admin ADDR] [--json]
                      (also serves MCP over streamable HTTP at /mcp)
+  plimsoll-run admin approvals|approve ID [--hash H]|decline ID [--reason R] [--admin ADDR]
   plimsoll-run mcp --profile NAME [--profile NAME ...] [--profiles DIR] [--audit FILE]
                    serves MCP on stdio: one tool, run_NAME, per profile
 

@@ -87,6 +87,12 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 // startStdio runs plimsoll-run mcp in-process on pipes and connects the SDK's client to it.
 func startStdio(t *testing.T, args ...string) *stdioServer {
 	t.Helper()
+	return startStdioWith(t, nil, args...)
+}
+
+// startStdioWith is startStdio with the client's options changed by tweak, if set.
+func startStdioWith(t *testing.T, tweak func(*mcp.ClientOptions), args ...string) *stdioServer {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &stdioServer{stderr: &lockedBuffer{}, code: make(chan int, 1), mu: &sync.Mutex{}, progress: &[]*mcp.ProgressNotificationParams{}}
@@ -97,12 +103,16 @@ func startStdio(t *testing.T, args ...string) *stdioServer {
 		s.code <- cli(context.Background(), append([]string{"mcp"}, args...), e)
 		outW.Close()
 	}()
-	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-agent", Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			*s.progress = append(*s.progress, r.Params)
-		}})
+		}}
+	if tweak != nil {
+		tweak(opts)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-agent", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
 	require.NoError(t, err, "stderr: %s", s.stderr.String())
 	s.cs = cs

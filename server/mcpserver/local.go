@@ -50,7 +50,8 @@ func (l *Local) Run(ctx context.Context, c Call) host.Result {
 		l.Audit(res.Audit.Line())
 		return res
 	}
-	res := l.Runtime.RunWith(ctx, c.Tool, c.Profile, c.Input, host.RunOptions{OnCall: c.OnCall, Criticality: tier})
+	res := l.Runtime.RunWith(ctx, c.Tool, c.Profile, c.Input, host.RunOptions{OnCall: c.OnCall, Criticality: tier,
+		Approver: elicitOnly{c.Elicit}})
 	res.Audit.Client, res.Audit.MCPClient = c.Caller.Name, c.MCPClient
 	l.Audit(res.Audit.Line())
 	return res

@@ -43,6 +43,9 @@ type Call struct {
 	Criticality string
 	// OnCall, when set, sees each trace entry as the broker records it (host.RunOptions.OnCall).
 	OnCall func(broker.TraceEntry)
+	// Elicit, when set, asks the client that started the call about a gated call (approvals);
+	// nil when that client cannot be asked.
+	Elicit Elicitor
 }
 
 // Backend runs tool calls. The MCP server is its consumer and owns the interface.
@@ -88,6 +91,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	served map[string]*profiles.Profile // tool name → the profile version its tool describes
+	trips  *roundTrips                  // runs waiting on a multi-round-trip approval (roundtrip.go)
 }
 
 // New builds the server. Its tools are synced with the Backend's profiles before every
@@ -111,7 +115,7 @@ func New(opts Options) *Server {
 			opts.Version = bi.Main.Version
 		}
 	}
-	s := &Server{opts: opts, served: map[string]*profiles.Profile{}}
+	s := &Server{opts: opts, served: map[string]*profiles.Profile{}, trips: newRoundTrips()}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "plimsoll", Version: opts.Version}, &mcp.ServerOptions{
 		Logger:       slog.New(atLeast{opts.Logger.Handler(), slog.LevelWarn}), // not a line per session
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -287,6 +291,19 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 			call.Header = req.Extra.Header
 		}
 		call.Criticality = metaCriticality(req.Params.GetMeta())
+		if req.Params.RequestState != "" {
+			return s.resumeCall(ctx, req)
+		}
+		by := c.Name
+		if by == "" {
+			by = call.MCPClient // stdio: the initialize name is all there is
+		}
+		if req.Session != nil && canElicit(req.Session) && multiRoundTrip(req.Session) && p.Approvals.Allows(profiles.ChannelElicit) {
+			return s.awaitRound(ctx, s.trips.start(ctx, req.Session, call, by, s.opts.Backend.Run))
+		}
+		if req.Session != nil {
+			call.Elicit = ElicitApproval(req.Session, by)
+		}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			pr := startProgress(ctx, req.Session, tok, s.opts.ProgressEvery)
 			defer pr.stop()
@@ -295,6 +312,26 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 		res := s.opts.Backend.Run(ctx, call)
 		return s.result(res)
 	}
+}
+
+// awaitRound answers with the run's result, or with a question for the client when the run
+// waits on an approval first.
+func (s *Server) awaitRound(ctx context.Context, r *suspended) (*mcp.CallToolResult, *Result, error) {
+	res, ask := s.trips.await(ctx, r)
+	if ask != nil {
+		return ask, nil, nil
+	}
+	return s.result(res)
+}
+
+// resumeCall is a retry carrying an approval's answer and the state that binds it.
+func (s *Server) resumeCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, *Result, error) {
+	r, err := s.trips.resume(req.Session.ID(), req.Params, time.Now())
+	if err != nil {
+		s.opts.Logger.Warn("MCP approval state refused", "error", err.Error())
+		return refusedState(err), nil, nil
+	}
+	return s.awaitRound(ctx, r)
 }
 
 func inputJSON(in json.RawMessage) []byte {
