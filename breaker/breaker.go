@@ -128,26 +128,30 @@ func (b *Breaker) extend(end time.Time, status int) {
 	}
 }
 
-// RecordProbe records the end of the in-flight probe at now. status is the probe's HTTP status,
-// 0 for a timeout or error. A 2xx closes the breaker on the spot; a 429 makes the window a 429
-// window; anything else leaves it open. It clears the in-flight mark.
+// RecordProbe records the end of the in-flight probe at now and reports whether it closed the
+// window. status is the probe's HTTP status, 0 for a timeout or error. A 2xx closes the breaker
+// on the spot, unless the window has seen a 429 (possibly while the probe was out, from a call
+// forwarded before the window opened): a window opened or extended by a 429 is waited out. A 429
+// makes the window a 429 window; anything else leaves it open. It clears the in-flight mark.
 //
 // With no probe in flight (its window was replaced by a new one) the answer is stale and is
 // ignored. An answer arriving after its window expired only clears the mark.
-func (b *Breaker) RecordProbe(now time.Time, status int) {
+func (b *Breaker) RecordProbe(now time.Time, status int) (closed bool) {
 	if !b.probeInFlight {
-		return
+		return false
 	}
 	b.probeInFlight = false
 	if !b.Open(now) {
-		return
+		return false
 	}
 	switch {
-	case status >= 200 && status <= 299:
+	case status >= 200 && status <= 299 && !b.is429:
 		b.until = time.Time{}
+		return true
 	case status == 429:
 		b.is429 = true
 	}
+	return false
 }
 
 // RetryAfter is the Retry-After, in seconds, to send with a shed answer: the rest of the window

@@ -186,7 +186,7 @@ func TestProbe2xxClosesAtOnce(t *testing.T) {
 		require.True(t, b.RecordReply(at(0), 503, "10"))
 		require.Equal(t, Probe, b.Decide(at(1000)))
 		// When the probe answers 2xx
-		b.RecordProbe(at(1100), status)
+		assert.True(t, b.RecordProbe(at(1100), status), "status %d", status)
 		// Then the breaker closes on the spot, long before the window would have ended
 		assert.False(t, b.Open(at(1100)), "status %d", status)
 		assert.Equal(t, Forward, b.Decide(at(1100)), "status %d", status)
@@ -201,7 +201,7 @@ func TestProbeOtherAnswersLeaveWindowOpen(t *testing.T) {
 		b := New(true)
 		require.True(t, b.RecordReply(at(0), 503, "10"))
 		require.Equal(t, Probe, b.Decide(at(1000)))
-		b.RecordProbe(at(1100), status)
+		assert.False(t, b.RecordProbe(at(1100), status), "status %d", status)
 		assert.True(t, b.Open(at(1100)), "status %d", status)
 		assert.False(t, b.Is429Window(), "status %d", status)
 		assert.Equal(t, Shed, b.Decide(at(1100)), "status %d", status)
@@ -325,4 +325,20 @@ func TestBreakersAreIndependent(t *testing.T) {
 	assert.Equal(t, Forward, other.Decide(at(100)))
 	assert.Zero(t, other.Opens())
 	assert.False(t, other.Is429Window())
+}
+
+func TestProbe2xxDoesNotCloseAWindowA429ReachedMeanwhile(t *testing.T) {
+	b := New(true)
+	require.True(t, b.RecordReply(at(0), 503, "10"))
+	require.Equal(t, Probe, b.Decide(at(1000)))
+	// When a call forwarded before the window opened answers 429 while the probe is out
+	assert.False(t, b.RecordReply(at(1050), 429, "3"))
+	// Then the probe's 2xx does not close the window: it is a 429 window now, waited out
+	assert.False(t, b.RecordProbe(at(1100), 200))
+	assert.True(t, b.Open(at(1100)))
+	assert.True(t, b.Is429Window())
+	for ms := 1100; ms < 10000; ms += 100 {
+		require.Equal(t, Shed, b.Decide(at(ms)), "at %d ms", ms)
+	}
+	assert.Equal(t, Forward, b.Decide(at(10000)))
 }

@@ -59,6 +59,9 @@ func (r *Broker) probeFor(ctx context.Context, entry *TraceEntry, t0 time.Time, 
 	if !ok {
 		entry.Probe = ProbeNotReady
 		reason := fmt.Sprintf("breaker open; health probe %s answered %s", r.profile.HealthCheck, probeResult(status))
+		if status >= 200 && status < 300 {
+			reason = fmt.Sprintf("breaker open after upstream 429; health probe %s answered %d but a 429 arrived while it was out", r.profile.HealthCheck, status)
+		}
 		return r.answer(*entry, shedAnswer(reason, r.retryAfter()), Shed, reason, t0), true
 	}
 	entry.Probe = ProbeOK

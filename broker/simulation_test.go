@@ -256,7 +256,9 @@ func check(run simRun, api *simAPI, trace []broker.TraceEntry, audit broker.Audi
 				window++
 			}
 		case e.reply && e.probe:
-			if isOpen(e.at) && e.status >= 200 && e.status <= 299 && lastProbeWindow(probeWindow, log, i) == window {
+			// A window that has seen a 429 keeps that property even if a 503 opened it: a 2xx
+			// probe answer does not close it (seed rule).
+			if isOpen(e.at) && !is429 && e.status >= 200 && e.status <= 299 && lastProbeWindow(probeWindow, log, i) == window {
 				open = false
 			} else if isOpen(e.at) && e.status == 429 {
 				is429 = true
@@ -353,4 +355,29 @@ func FuzzSimulation(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) { simulateSeed(t, seed) })
+}
+
+// TestSimulationProbeRace is the schedule where a 429 reaches a 503 window while its probe is
+// out: call 0 is forwarded before the window opens and answers 429 late; call 1 opens the 503
+// window; call 2 is picked to probe; the probe answers 200 after the 429 arrived. The window is
+// now a 429 window, so calls 2 and 3 are shed, not forwarded.
+func TestSimulationProbeRace(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	run := simRun{budget: 50, inflight: 4, health: true,
+		regimes: []regime{{from: 0, to: ms(50), status: 503, retryAfter: "3", mixed: true}},
+		calls: []simCall{
+			{think: 0, latency: ms(1100)},     // at 0: 429 (mixed), answered at 1.1 s
+			{think: ms(1), latency: ms(5)},    // at 1 ms: 503, opens the window at 6 ms
+			{think: ms(1050), latency: ms(5)}, // at 1.051 s: picked to probe; the probe answers 200 at 1.201 s
+			{think: ms(200), latency: ms(5)},  // at 1.251 s: inside the 429 window
+		}}
+	api, trace, audit := simulate(t, run)
+	if v := check(run, api, trace, audit); v != "" {
+		t.Fatal(v)
+	}
+	for _, i := range []int{2, 3} {
+		if trace[i].Outcome != broker.Shed {
+			t.Errorf("call %d: %s (%s), want shed: the window saw a 429", i, trace[i].Outcome, trace[i].Reason)
+		}
+	}
 }

@@ -75,11 +75,14 @@ func (r *Broker) probe(ctx context.Context) (status int, ok bool) {
 			stop()
 		}
 	}
-	ok = status >= 200 && status < 300
+	healthy := status >= 200 && status < 300
 	r.mu.Lock()
-	r.breaker.RecordProbe(r.now(), status)
+	// ok is the breaker's word, not only the status's: a 429 that arrived while the probe was
+	// out keeps the window open whatever the health route said.
+	now := r.now()
+	ok = r.breaker.RecordProbe(now, status) || (healthy && !r.breaker.Open(now))
 	r.counters.Probes++
-	if ok {
+	if healthy {
 		r.counters.ProbesOK++
 	}
 	r.mu.Unlock()
