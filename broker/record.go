@@ -100,7 +100,7 @@ func NewAudit(runID, profile, tool string, status Status, runErr error) Audit {
 // Line renders the audit as exactly one JSON line, newline-terminated. JSON escaping keeps CR, LF
 // and ANSI escapes in guest-supplied text from breaking or forging lines.
 func (a Audit) Line() []byte {
-	b, err := json.Marshal(a)
+	b, err := json.Marshal(a.bounded()) // at most MaxAuditLine bytes (auditcap.go)
 	if err != nil {
 		// Unreachable: Audit holds only strings and numbers.
 		b = []byte(`{"status":"error","error":"audit encoding failed"}`)

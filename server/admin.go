@@ -52,7 +52,8 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 }
 
 // adminAuth requires the admin token, when there is one. A token is compared in constant time
-// and never echoed; /livez, /readyz and /metrics stay open, as on the API listener.
+// and never echoed; /livez and /readyz stay open, as on the API listener (/metrics, which names
+// profiles here, does not).
 func (s *Server) adminAuth(next http.Handler) http.Handler {
 	if s.plane.adminToken == nil {
 		return next

@@ -159,7 +159,7 @@ func TestForceOpenShedsLiveAndNewRunsAndClearRestores(t *testing.T) {
 	if p.ForcedOpen == nil || p.ForcedOpen.Reason != "INC-42 petstore answers 500s" || p.ForcedOpen.Since.IsZero() || p.LiveRuns != 0 || p.Runs["ok"] != 2 {
 		t.Fatalf("state while forced: %+v", p)
 	}
-	_, m := d.do("GET", "/metrics", "", nil)
+	_, m := d.adm("GET", "/metrics", "", nil)
 	for _, line := range []string{`plimsoll_profile_forced_open{profile="petstore"} 1`, `plimsoll_profile_forced_open{profile="inventory"} 0`,
 		`plimsoll_runs_total{profile="petstore",status="ok"} 2`, `plimsoll_profile_runs_live{profile="petstore"} 0`} {
 		if !strings.Contains(string(m), line+"\n") {
@@ -269,7 +269,8 @@ func TestAdminToken(t *testing.T) {
 		{"clear, no token", "DELETE", "/admin/profiles/petstore/force-open", "", nil, 401},
 		{"clear, right token", "DELETE", "/admin/profiles/petstore/force-open", adminToken, nil, 200},
 		{"livez stays open", "GET", "/livez", "", nil, 200},
-		{"metrics stay open", "GET", "/metrics", "", nil, 200},
+		{"metrics, no token", "GET", "/metrics", "", nil, 401},
+		{"metrics, right token", "GET", "/metrics", adminToken, nil, 200},
 	} {
 		resp, b := d.adm(c.method, c.path, c.token, c.body)
 		if resp.StatusCode != c.code {

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -37,21 +37,27 @@ func (s *Server) apiHandler() http.Handler {
 	mux.HandleFunc("GET /v1/profiles", s.handleProfiles)
 	mux.HandleFunc("GET /v1/profiles/{name}", s.handleProfile)
 	mux.Handle("/mcp", s.mcpHandler()) // streamable HTTP MCP, same bearer tokens (server/mcp.go)
-	s.probes(mux)
-	return s.counted(mux)
+	s.probes(mux, false)
+	return s.counted(guardHost(mux, s.clients == nil)) // DNS rebinding (hostguard.go)
 }
 
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.adminRoutes(mux)
-	s.probes(mux)
-	return s.counted(mux)
+	s.probes(mux, true)
+	return s.counted(guardHost(mux, s.clients == nil || s.plane.adminToken == nil))
 }
 
-func (s *Server) probes(mux *http.ServeMux) {
+// probes serves /livez, /readyz and /metrics; on the admin listener /metrics has the
+// per-profile series too, behind the admin token when there is one (metrics.go).
+func (s *Server) probes(mux *http.ServeMux, admin bool) {
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", s.handleReady)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	h := promhttp.HandlerFor(s.metrics.gatherer(admin), promhttp.HandlerOpts{})
+	if admin {
+		h = s.adminAuth(h)
+	}
+	mux.Handle("GET /metrics", h)
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
@@ -94,12 +100,6 @@ type errorBody struct {
 	Error  string `json:"error"`
 	Field  string `json:"field,omitempty"`
 	Status int    `json:"status"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
 
 func refuse(w http.ResponseWriter, code int, field, reason string) {
@@ -157,6 +157,10 @@ func (s *Server) readRunBody(w http.ResponseWriter, r *http.Request) (runRequest
 	if errors.As(err, &mbe) {
 		return runRequest{}, &RequestError{Status: http.StatusRequestEntityTooLarge, Field: "body", Reason: "the body is over " + profiles.FormatSize(mbe.Limit)}
 	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return runRequest{}, &RequestError{Status: http.StatusRequestTimeout, Field: "body", Reason: "the body did not arrive within " + s.cfg.BodyTimeout.String()}
+	}
 	if err != nil {
 		return runRequest{}, &RequestError{Status: http.StatusBadRequest, Field: "body", Reason: "reading the body: " + err.Error()}
 	}
@@ -173,6 +177,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.runs.enter() {
+		s.countRefusal("v1", refused(refusedDraining, nil))
 		w.Header().Set("Retry-After", retryDraining)
 		refuse(w, http.StatusServiceUnavailable, "", "the daemon is shutting down")
 		return
@@ -185,6 +190,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	crit, err := admission.ParseCriticality(r.Header.Get(HeaderCriticality))
 	if err != nil {
+		s.countRefusal("v1", refused(refusedHeader, err))
 		refuse(w, http.StatusBadRequest, HeaderCriticality, err.Error())
 		return
 	}
@@ -196,8 +202,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release = sync.OnceFunc(release)
 	defer release()
-	s.execute(w, r, c, p, req)
+	s.execute(w, r, c, p, req, release)
 }
 
 // admit waits for a run slot, or answers 429 when the queue sheds the request.
@@ -208,10 +215,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, crit admission.Cr
 	switch {
 	case errors.As(err, &shed):
 		s.metrics.shed(shed)
+		s.countRefusal("v1", refused(refusedBusy, err))
 		w.Header().Set("Retry-After", retryBusy)
 		refuse(w, http.StatusTooManyRequests, "", shed.Error())
 		return nil, false
 	case err != nil:
+		s.countRefusal("v1", refused(refusedCanceled, err))
 		return nil, false // the client went away while waiting
 	}
 	s.metrics.queueWait.WithLabelValues(crit.String()).Observe(time.Since(t0).Seconds())
@@ -228,15 +237,20 @@ type runAnswer struct {
 	Log    string              `json:"log"`
 	Trace  []broker.TraceEntry `json:"trace"`
 	Audit  broker.Audit        `json:"audit"`
+	// Truncated names what GET /v1/runs/{id} answers cut: "output" (its first bytes, as a
+	// string), "log" (its tail), "trace" (its first calls); see ring.go.
+	Truncated []string `json:"truncated,omitempty"`
 }
 
-// execute journals, runs, audits (synced) and answers one admitted run.
-func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest) {
+// execute journals, runs, audits (synced) and answers one admitted run. The slot is released
+// (release) when the run ends, before the answer is written: a slow reader holds no slot.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest, release func()) {
 	runID := broker.NewRunID()
 	if s.journal != nil {
 		err := s.journal.Begin(journalEntry{RunID: runID, Client: c.Name, Profile: p.Name, Tool: req.Tool.Name, ToolDigest: req.Digest, Start: time.Now().UTC()})
 		if err != nil {
 			s.log.Error("journal write failed: run refused", "error", err.Error())
+			s.countRefusal("v1", refused(refusedJournal, err))
 			refuse(w, http.StatusInternalServerError, "", "the daemon cannot journal the run")
 			return
 		}
@@ -245,22 +259,21 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	opts := s.plane.runOptions(runID, c.Name, p.Name)
 	opts.Criticality = tierFrom(r.Header.Get(HeaderCriticality)) // the API limit's tier (limits.go)
 	if acceptsNDJSON(r) {
-		st = newStreamer(w)
+		st = newStreamer(w, runID) // stream.go: the run's callbacks never wait for the client
 		opts.OnCall, opts.OnLog = st.call, st.log
 	}
 	ctx, cancel := s.runContext(r.Context(), req.Timeout)
 	defer cancel()
 	t0 := time.Now()
 	res := s.rt.RunWith(ctx, req.Tool, p, req.Input, opts)
+	release() // the run has ended: its slot is free before its audit line and answer go out
 	s.plane.ended(runID)
 	a := s.finish(c, res, time.Since(t0))
 	if st != nil {
-		st.flushLog()
-		a.Type = "result"
-		st.send(a)
+		st.finish(a)
 		return
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeJSON(w, http.StatusOK, a) // under a write deadline (clientwrite.go)
 }
 
 // finish writes the audit line (synced) and records the run; the answer may go out after it.
@@ -314,69 +327,6 @@ func acceptsNDJSON(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// streamer writes the NDJSON answer: log lines and calls as they happen, then the result.
-type streamer struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	enc     *json.Encoder
-	pending []byte // log bytes after the last newline
-}
-
-func newStreamer(w http.ResponseWriter) *streamer {
-	w.Header().Set("Content-Type", MediaNDJSON)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	return &streamer{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
-}
-
-func (st *streamer) send(v any) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.sendLocked(v)
-}
-
-func (st *streamer) sendLocked(v any) {
-	st.enc.Encode(v) // a client that went away ends the run through its context
-	st.rc.Flush()
-}
-
-type logLine struct {
-	Type string `json:"type"`
-	Line string `json:"line"`
-}
-
-type callLine struct {
-	Type  string            `json:"type"`
-	Entry broker.TraceEntry `json:"entry"`
-}
-
-func (st *streamer) call(e broker.TraceEntry) { st.send(callLine{Type: "call", Entry: e}) }
-
-func (st *streamer) log(p []byte) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.pending = append(st.pending, p...)
-	for {
-		i := bytes.IndexByte(st.pending, '\n')
-		if i < 0 {
-			return
-		}
-		st.sendLocked(logLine{Type: "log", Line: string(st.pending[:i])})
-		st.pending = st.pending[i+1:]
-	}
-}
-
-// flushLog sends a last line that had no newline.
-func (st *streamer) flushLog() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.pending) > 0 {
-		st.sendLocked(logLine{Type: "log", Line: string(st.pending)})
-		st.pending = nil
-	}
 }
 
 func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {

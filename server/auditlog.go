@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -86,15 +85,17 @@ func (j *journal) Close() error {
 }
 
 // recoverJournal writes an interrupted audit line for every journaled run that has none, syncs
-// the audit file, and empties the journal. It returns how many runs it recovered.
-func recoverJournal(journalPath, auditPath string, audit *auditlog.File) (int, error) {
-	entries, err := readJournal(journalPath)
+// the audit file, and empties the journal. It returns how many runs it recovered and the lines
+// it could not read whole (recoverread.go): those are reported, never fatal.
+func recoverJournal(journalPath, auditPath string, audit *auditlog.File) (int, lineReport, error) {
+	entries, rep, err := readJournal(journalPath)
 	if err != nil || len(entries) == 0 {
-		return 0, err
+		return 0, rep, err
 	}
-	done, err := auditedRuns(auditPath)
+	done, arep, err := auditedRuns(auditPath)
+	rep = rep.add(arep)
 	if err != nil {
-		return 0, err
+		return 0, rep, err
 	}
 	var lines [][]byte
 	for _, e := range entries {
@@ -109,55 +110,62 @@ func recoverJournal(journalPath, auditPath string, audit *auditlog.File) (int, e
 	}
 	if len(lines) > 0 {
 		if err := audit.Append(bytes.Join(lines, nil)); err != nil {
-			return 0, err
+			return 0, rep, err
 		}
 	}
-	return len(lines), auditlog.WriteSynced(journalPath, nil)
+	return len(lines), rep, auditlog.WriteSynced(journalPath, nil)
 }
 
-// readJournal reads the journal's entries; a torn last line (a crash mid-write) is skipped: a
-// run is only started once its entry is whole on disk.
-func readJournal(path string) ([]journalEntry, error) {
+// readJournal reads the journal's entries; a line that is not an entry (a torn last line from a
+// crash mid-write, or an oversize one) is skipped and counted: a run is only started once its
+// entry is whole on disk.
+func readJournal(path string) ([]journalEntry, lineReport, error) {
+	var rep lineReport
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, rep, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
 	defer f.Close()
 	var out []journalEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
+	err = eachLine(f, MaxRecoveryLine, func(line []byte, whole bool) {
 		var e journalEntry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.RunID != "" {
+		switch {
+		case !whole:
+			rep.Oversize++
+		case json.Unmarshal(line, &e) != nil || e.RunID == "":
+			rep.Corrupt++
+		default:
 			out = append(out, e)
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, rep, err
 }
 
-// auditedRuns is the set of run ids that have a line in the audit file.
-func auditedRuns(path string) (map[string]bool, error) {
+// auditedRuns is the set of run ids that have a line in the audit file. An oversize line still
+// counts when its run_id is within its first MaxRecoveryLine bytes.
+func auditedRuns(path string) (map[string]bool, lineReport, error) {
+	var rep lineReport
 	done := map[string]bool{}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
+		return done, rep, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, rep, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var a struct {
-			RunID string `json:"run_id"`
+	err = eachLine(f, MaxRecoveryLine, func(line []byte, whole bool) {
+		if !whole {
+			rep.Oversize++
 		}
-		if json.Unmarshal(sc.Bytes(), &a) == nil {
-			done[a.RunID] = true
+		if id := runIDOf(line); id != "" {
+			done[id] = true
+		} else if whole && len(bytes.TrimSpace(line)) > 0 {
+			rep.Corrupt++
 		}
-	}
-	return done, sc.Err()
+	})
+	return done, rep, err
 }

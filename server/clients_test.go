@@ -125,10 +125,10 @@ func TestRecoverJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := recoverJournal(jpath, audit, f)
+	n, rep, err := recoverJournal(jpath, audit, f)
 	f.Close()
-	if err != nil || n != 1 {
-		t.Fatalf("recovered %d, %v", n, err)
+	if err != nil || n != 1 || rep != (lineReport{Corrupt: 1}) {
+		t.Fatalf("recovered %d, %+v, %v", n, rep, err)
 	}
 	b, _ := os.ReadFile(audit)
 	if strings.Count(string(b), "\n") != 2 || !strings.Contains(string(b), `"run_id":"lost1"`) || !strings.Contains(string(b), `"status":"interrupted"`) || !strings.Contains(string(b), `"client":"a"`) {

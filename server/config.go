@@ -29,8 +29,9 @@ type Config struct {
 	Transport http.RoundTripper   // upstream transport, as host.Options.Transport
 	PoolSize  int                 // pre-initialised JS instances; default 2; negative means none
 
-	MaxBodyBytes int64 // POST /v1/runs body cap (413 past it); default 8 MiB
-	RecentRuns   int   // results kept for GET /v1/runs/{id}; default 1024
+	MaxBodyBytes int64         // POST /v1/runs body cap (413 past it); default 8 MiB
+	BodyTimeout  time.Duration // a request's headers and body must arrive within this (408 past it); default 30s
+	RecentRuns   int           // results kept for GET /v1/runs/{id}; default 1024
 
 	// AdminTokenEnv names the environment variable holding the admin plane's bearer token (at
 	// least 16 characters), required on every /admin request; "" means none, and then the admin
@@ -58,6 +59,10 @@ const (
 	DefaultDrain        = 30 * time.Second
 	DefaultMaxBodyBytes = 8 << 20
 	DefaultRecentRuns   = 1024
+	DefaultBodyTimeout  = 30 * time.Second
+	// DrainGrace is how long past --drain the cancelled runs' handlers get to answer; then every
+	// connection still open is closed (and the handlers return at once).
+	DrainGrace = 1 * time.Second
 )
 
 // withDefaults fills zero fields and checks the rest.
@@ -77,6 +82,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Queue = max(c.Queue, 0)
 	if c.Drain == 0 {
 		c.Drain = DefaultDrain
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes

@@ -17,8 +17,8 @@ import (
 	"github.com/plimsoll/plimsoll/server/mcpserver"
 )
 
-// MCPSessionTimeout closes an MCP session idle this long.
-const MCPSessionTimeout = 30 * time.Minute
+// MCPSessionTimeout closes an MCP session idle this long; it fits the session caps (mcpguard.go).
+const MCPSessionTimeout = 5 * time.Minute
 
 // mcpHandler serves streamable HTTP MCP at /mcp, behind the /v1 bearer tokens: a client lists
 // and calls the tools of its own profiles only, and its session is bound to it.
@@ -40,12 +40,15 @@ func (s *Server) mcpHandler() http.Handler {
 			return &auth.TokenInfo{UserID: c.Name, Extra: map[string]any{mcpClientExtra: c}}, nil
 		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
+	h = newMCPSessions(s.mcp.SessionIDs).guard(h, func(r *http.Request) string {
+		return r.Context().Value(mcpClientKey{}).(*Client).Name
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.authenticate(w, r)
 		if !ok {
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpClientKey{}, c)))
+		h.ServeHTTP(withWriteDeadlines(w), r.WithContext(context.WithValue(r.Context(), mcpClientKey{}, c)))
 	})
 }
 
@@ -88,12 +91,12 @@ func (b mcpBackend) Profile(name string) (*profiles.Profile, bool) { return b.s.
 func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	s := b.s
 	if !s.runs.enter() {
-		return s.refuseMCP(call, errors.New("the daemon is shutting down: retry on another replica or after the restart"))
+		return s.refuseMCP(call, refused(refusedDraining, errors.New("the daemon is shutting down: retry on another replica or after the restart")))
 	}
 	defer s.runs.leave()
 	crit, err := mcpCriticality(call) // limits.go
 	if err != nil {
-		return s.refuseMCP(call, err)
+		return s.refuseMCP(call, refused(refusedHeader, err))
 	}
 	t0 := time.Now()
 	release, err := s.adm.Acquire(ctx, crit)
@@ -101,9 +104,9 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	switch {
 	case errors.As(err, &shed):
 		s.metrics.shed(shed)
-		return s.refuseMCP(call, fmt.Errorf("the daemon is busy (%s): retry in %ss", shed.Error(), retryBusy))
+		return s.refuseMCP(call, refused(refusedBusy, fmt.Errorf("the daemon is busy (%s): retry in %ss", shed.Error(), retryBusy)))
 	case err != nil:
-		return s.refuseMCP(call, fmt.Errorf("canceled while waiting for a run slot: %w", err))
+		return s.refuseMCP(call, refused(refusedCanceled, fmt.Errorf("canceled while waiting for a run slot: %w", err)))
 	}
 	defer release()
 	s.metrics.queueWait.WithLabelValues(crit.String()).Observe(time.Since(t0).Seconds())
@@ -114,7 +117,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 			Tool: call.Tool.Name, ToolDigest: call.Digest, Start: time.Now().UTC()})
 		if err != nil {
 			s.log.Error("journal write failed: run refused", "error", err.Error())
-			return s.refuseMCP(call, errors.New("the daemon cannot journal the run"))
+			return s.refuseMCP(call, refused(refusedJournal, errors.New("the daemon cannot journal the run")))
 		}
 	}
 	runCtx, cancel := s.runContext(ctx, 0)
@@ -131,10 +134,8 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	return res
 }
 
-// refuseMCP is a tool call the daemon did not run: it still has its audit line.
+// refuseMCP is a tool call the daemon did not run: counted, not audited (refusal.go).
 func (s *Server) refuseMCP(call mcpserver.Call, err error) host.Result {
-	a := broker.NewAudit("", call.Profile.Name, call.Tool.Name, broker.StatusError, err)
-	a.Client, a.MCPClient = call.Caller.Name, call.MCPClient
-	s.writeAudit(a)
-	return host.Result{Err: err, Audit: a}
+	s.countRefusal("mcp", err)
+	return host.Result{Err: err, Audit: refusedAudit(call.Profile.Name, call.Tool.Name, err)}
 }

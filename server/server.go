@@ -173,7 +173,8 @@ func (s *Server) openAudit() error {
 	}
 	s.audit = a
 	jpath := s.cfg.AuditFile + ".journal"
-	n, err := recoverJournal(jpath, s.cfg.AuditFile, a)
+	n, rep, err := recoverJournal(jpath, s.cfg.AuditFile, a)
+	s.reportRecovery(rep, jpath)
 	if err != nil {
 		return fmt.Errorf("recover the run journal %s: %w", jpath, err)
 	}
@@ -212,7 +213,10 @@ func (s *Server) serve(l net.Listener, h http.Handler) *http.Server {
 	if l == nil {
 		return nil
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	// ReadTimeout bounds headers and body together: a body that trickles in or stops half-way
+	// holds its handler (and a drain) at most BodyTimeout. Writes have their own deadlines
+	// (clientwrite.go); a long run is not bounded here.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: s.cfg.BodyTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -255,19 +259,41 @@ func (s *Server) drain(servers ...*http.Server) error {
 	case <-time.After(s.cfg.Drain):
 		s.log.Warn("drain deadline passed: cancelling the runs still in flight", "live", s.adm.Stats().Live)
 		s.cancel()
-		<-done
+		s.awaitOrClose(done, servers) // a stalled client cannot hold the drain past DrainGrace
 	}
 	s.cancel()
 	s.closeMCP() // an MCP session's open stream would otherwise hold Shutdown to its deadline
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	for _, srv := range servers {
-		if srv != nil {
-			srv.Shutdown(ctx) // handlers are done; this closes the listeners and idle connections
+		if srv != nil && srv.Shutdown(ctx) != nil { // handlers are done; this closes the listeners and idle connections
+			srv.Close() // a connection still sending its headers or body is closed
 		}
 	}
 	s.log.Info("drained", "took_ms", time.Since(t0).Milliseconds())
 	return nil
+}
+
+// shutdownGrace bounds the last step of a drain, once every handler is done: connections still
+// sending their headers or body are closed after it.
+const shutdownGrace = 100 * time.Millisecond
+
+// awaitOrClose waits three quarters of DrainGrace for the cancelled runs' handlers to answer,
+// then closes every connection (a handler writing to or reading from a stalled client then fails
+// at once) and waits for them: the last quarter is for them to return.
+func (s *Server) awaitOrClose(done <-chan struct{}, servers []*http.Server) {
+	select {
+	case <-done:
+		return
+	case <-time.After(DrainGrace * 3 / 4):
+	}
+	s.log.Warn("closing the connections of clients still holding a handler after the drain deadline")
+	for _, srv := range servers {
+		if srv != nil {
+			srv.Close()
+		}
+	}
+	<-done
 }
 
 func (s *Server) close() {

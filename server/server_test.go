@@ -224,7 +224,7 @@ func TestMetrics(t *testing.T) {
 	d := start(t, up)
 	_, b := d.do("POST", "/v1/runs", tokenA, run("petstore", `await api.get("/pets/1"); return 1`))
 	id := decode[answer](t, b).RunID
-	_, m := d.do("GET", "/metrics", "", nil)
+	_, m := d.adm("GET", "/metrics", "", nil) // the per-profile series are on the admin listener
 	for _, want := range []string{`plimsoll_runs_total{profile="petstore",status="ok"}`,
 		`plimsoll_host_calls_total{outcome="forwarded",profile="petstore",route="GET /pets/*"}`,
 		`plimsoll_http_requests_total{code="200",route="POST /v1/runs"}`, "plimsoll_run_duration_seconds_bucket",

@@ -57,6 +57,7 @@ Environment:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // the first signal starts a clean stop; a second one ends the process at once
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, isTTY: isTerminal(os.Stdout)}
 	code := cli(ctx, os.Args[1:], e)
 	stop()

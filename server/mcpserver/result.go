@@ -29,7 +29,11 @@ func (s *Server) result(res host.Result) (*mcp.CallToolResult, *Result, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: cut(string(out.Output), s.opts.MaxText)}}}, out, nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "run %s %s: %s\n", a.RunID, a.Status, a.Error)
+	if a.RunID == "" { // refused before it started: there is no run
+		fmt.Fprintf(&b, "refused: %s\n", a.Error)
+	} else {
+		fmt.Fprintf(&b, "run %s %s: %s\n", a.RunID, a.Status, a.Error)
+	}
 	log := strings.TrimRight(string(res.Log), "\n")
 	// A thrown error's reason is the log's last lines (host.ToolError): say it once.
 	if reason := strings.TrimPrefix(a.Error, "tool failed: "); reason != "" {

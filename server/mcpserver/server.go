@@ -54,8 +54,9 @@ type Backend interface {
 	Profiles() []*profiles.Profile
 	// Profile returns the profile called name as served now.
 	Profile(name string) (*profiles.Profile, bool)
-	// Run runs call to its end and writes its one audit line, also for a call it refuses
-	// before the run (busy, shutting down): that is a Result whose Err says why.
+	// Run runs call to its end and writes its one audit line. A call it refuses before the run
+	// (busy, shutting down) is a Result whose Err says why, with no run id; whether a refusal
+	// is audited is the Backend's rule.
 	Run(ctx context.Context, call Call) host.Result
 }
 
