@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,4 +153,24 @@ func TestProbesAndOpensAfterFinishChangeNothing(t *testing.T) {
 		assert.Equal(t, a.Counters, run.Counters())
 		assert.Equal(t, a.Counters, run.Finish(broker.StatusOK, nil).Counters, "a second Finish says the same")
 	})
+}
+
+// TestAnsweredAtSubmission: a call the broker answers itself (invalid, denied) is answered when
+// it is started, so the host completes it without a goroutine; a granted call is not, and its
+// upstream is reached only by Complete.
+func TestAnsweredAtSubmission(t *testing.T) {
+	api := &script{answer: func(*http.Request) (*http.Response, error) { return inMemReply(200, "[]"), nil }}
+	run := newRun(t, writeProfile(t, "http://api.test", petRoutes), api)
+
+	denied := run.StartEnvelope(envelope(t, map[string]any{"method": "GET", "path": "/admin"}))
+	assert.True(t, denied.Answered())
+	invalid := run.StartEnvelope([]byte(`{"method":`))
+	assert.True(t, invalid.Answered())
+	granted := run.StartEnvelope(envelope(t, map[string]any{"method": "GET", "path": "/pets"}))
+	assert.False(t, granted.Answered())
+	assert.Empty(t, api.paths(), "nothing sent before Complete")
+
+	assert.Equal(t, http.StatusForbidden, decodeEnvelope(t, denied.CompleteEnvelope(context.Background())).Status)
+	assert.Equal(t, http.StatusOK, decodeEnvelope(t, granted.CompleteEnvelope(context.Background())).Status)
+	assert.Equal(t, []string{"/pets"}, api.paths())
 }

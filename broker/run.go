@@ -149,6 +149,10 @@ func (r *Broker) StartEnvelope(raw []byte) *Started {
 	return r.begin(tk, req)
 }
 
+// Answered reports whether the call was answered at submission (invalid, denied, shed, over
+// budget): Complete then does no I/O and returns at once.
+func (s *Started) Answered() bool { return s.answer != nil }
+
 // CompleteEnvelope does the call's I/O and returns the encoded response envelope.
 func (s *Started) CompleteEnvelope(ctx context.Context) []byte {
 	return EncodeResponse(s.Complete(ctx))

@@ -83,11 +83,14 @@ func BenchmarkHostCallJS(b *testing.B) {
 	rt.Run(context.Background(), tool, p, []byte(`{"n":1}`)) // compile outside the timing
 
 	b.ResetTimer()
+	cpu0 := processCPU()
 	res := rt.Run(context.Background(), tool, p, []byte(`{"n":`+strconv.Itoa(b.N)+`}`))
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	require.NoError(b, res.Err)
 	require.Equal(b, b.N, res.Audit.Denied)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/call")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/call")
 }
 
 // BenchmarkJSRun is the latency of a trivial JS run: with a fresh instance (instantiate and

@@ -28,6 +28,12 @@ type Pending interface {
 	CompleteEnvelope(ctx context.Context) []byte
 }
 
+// answeredPending is a Pending that can say it was answered at submission (denied, invalid,
+// shed: no I/O left), as *broker.Started does; such a call completes inside host_submit.
+type answeredPending interface {
+	Answered() bool
+}
+
 // concurrent is a run's ABI v2 calls: those in flight, and those complete but not yet read.
 // Both count against limits.max_inflight, which so bounds the responses the host holds.
 type concurrent struct {
@@ -116,13 +122,17 @@ func (r *Session) submit(ctx context.Context, mod api.Module, reqPtr, reqLen uin
 		view, _ := mem.Read(reqPtr, reqLen)
 		raw = append([]byte{}, view...) // the guest owns its memory again once we return; never nil, even empty
 	}
-	call := r.numbered(reqLen, raw)
+	call, now := r.numbered(reqLen, raw)
 
 	c.mu.Lock()
 	c.next++
 	id := c.next
 	c.held++
 	c.mu.Unlock()
+	if now { // no I/O to overlap: a goroutine and its wake-up would cost more than the answer
+		c.complete(id, call(c.ctx))
+		return id
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -131,18 +141,20 @@ func (r *Session) submit(ctx context.Context, mod api.Module, reqPtr, reqLen uin
 	return id
 }
 
-// numbered takes the call's place and decisions now and returns what handles it later. An
-// envelope over the cap is refused now.
-func (r *Session) numbered(reqLen uint32, raw []byte) func(context.Context) []byte {
+// numbered takes the call's place and decisions now and returns what handles it later, and
+// whether that is answered already (no I/O left). An envelope over the cap is refused now.
+func (r *Session) numbered(reqLen uint32, raw []byte) (call func(context.Context) []byte, answered bool) {
 	if raw == nil {
 		resp := r.broker.Refuse(fmt.Sprintf("request envelope is %d bytes, over limits.max_request_bytes (%s)",
 			reqLen, profiles.FormatSize(r.maxRequest)))
-		return func(context.Context) []byte { return resp }
+		return func(context.Context) []byte { return resp }, true
 	}
 	if s, ok := r.broker.(Starter); ok {
-		return s.StartEnvelope(raw).CompleteEnvelope
+		started := s.StartEnvelope(raw)
+		a, ok := started.(answeredPending)
+		return started.CompleteEnvelope, ok && a.Answered()
 	}
-	return func(ctx context.Context) []byte { return r.broker.CallEnvelope(ctx, raw) }
+	return func(ctx context.Context) []byte { return r.broker.CallEnvelope(ctx, raw) }, false
 }
 
 func (c *concurrent) complete(id int32, resp []byte) {
