@@ -48,6 +48,31 @@ const workloadNumeric = `let s = 0;
 for (let i = 0; i < 1e7; i++) { s = (s + i * i) % 1000003; }
 return s;`
 
+// workloadText builds a ~2 MB string and runs the three regex-heavy built-ins over it: split on
+// whitespace, a global replace with capture references, and a global match.
+const workloadText = `const parts = [];
+for (let i = 0; parts.length < 60000; i++) {
+  parts.push("2026-" + String(1 + i % 12).padStart(2, "0") + "-" + String(1 + i % 28).padStart(2, "0") +
+    "  item" + i + "\tvalue=" + (i * 7919 % 100000) + (i % 5 ? " " : "\n"));
+}
+const s = parts.join("");
+const words = s.split(/\s+/).length;
+const swapped = s.replace(/(\d{4})-(\d\d)-(\d\d)/g, "$3/$2/$1");
+const values = s.match(/value=\d+/g).length;
+return [s.length, words, swapped.length, swapped.slice(0, 40), values];`
+
+const workloadFib = `function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+return fib(27);`
+
+const workloadSieve = `const n = 2e6, sieve = new Uint8Array(n + 1);
+let count = 0;
+for (let i = 2; i <= n; i++) {
+  if (sieve[i]) continue;
+  count++;
+  for (let j = i * i; j <= n; j += i) sieve[j] = 1;
+}
+return count;`
+
 // recordsJSON is a JSON array of records of about size bytes.
 func recordsJSON(size int) []byte {
 	var b strings.Builder
@@ -165,6 +190,9 @@ func BenchmarkWorkload(b *testing.B) {
 		{"json_filter_sort_8MiB", workloadFilterSort, []byte(`{"path":"/pets/big8"}`), big8},
 		{"string_regex_10k_records", workloadStrings, stringRecords(10000), nil},
 		{"numeric_loop_1e7", workloadNumeric, []byte(`null`), nil},
+		{"text_2MB_split_replace_match", workloadText, []byte(`null`), nil},
+		{"fib_27", workloadFib, []byte(`null`), nil},
+		{"sieve_2e6", workloadSieve, []byte(`null`), nil},
 	} {
 		b.Run(wl.name, func(b *testing.B) {
 			tool := JSTool("workload.js", wl.script)

@@ -70,14 +70,18 @@ return [p.getAll("a"), p.get("c"), p.has("b"), p.toString(), [...new URLSearchPa
 // the deadline limit line last.
 func TestDeadline(t *testing.T) {
 	for name, tool := range map[string]string{
-		"loop":            `for (;;) {}`,
-		"swallowed":       `for (;;) { try { for (;;) {} } catch (e) {} }`,
-		"regex":           `return /^(a+)+$/.test("a".repeat(40) + "b");`,
-		"await loop":      `for (;;) await null;`,
-		"sleep past it":   `sleep(3600e3); return "woke";`,
-		"caught in sleep": `try { sleep(3600e3); } catch (e) {} return "caught";`,
-		"native C loop":   `return Array.prototype.join.call({length: 2 ** 31}).length;`, // the loop countdown
-		"BigInt in C":     `return String(10n ** (10n ** 7n)).length;`,
+		"loop":             `for (;;) {}`,
+		"swallowed":        `for (;;) { try { for (;;) {} } catch (e) {} }`,
+		"regex":            `return /^(a+)+$/.test("a".repeat(40) + "b");`,
+		"regex in split":   `return ("a".repeat(40) + "b").split(/(a+)+$/).length;`, // split's search (patches/)
+		"regex in replace": `return ("a".repeat(40) + "b").replace(/(a+)+$/g, "$1");`,
+		"regex in match":   `return ("a".repeat(40) + "b").match(/(a+)+$/g);`,
+		"split's search":   `return "ab".repeat(2e7).split(/c/).length;`, // one long search, no backtracking
+		"await loop":       `for (;;) await null;`,
+		"sleep past it":    `sleep(3600e3); return "woke";`,
+		"caught in sleep":  `try { sleep(3600e3); } catch (e) {} return "caught";`,
+		"native C loop":    `return Array.prototype.join.call({length: 2 ** 31}).length;`, // the loop countdown
+		"BigInt in C":      `return String(10n ** (10n ** 7n)).length;`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			deadline := time.Now().Add(200 * time.Millisecond).UnixMilli()

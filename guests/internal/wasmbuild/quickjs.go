@@ -91,6 +91,9 @@ func buildQuickJS(root, tmp string) ([]byte, map[string][]byte, error) {
 	}
 
 	own := filepath.Join(root, "guests", "quickjs", "src")
+	if err := applyPatches(filepath.Join(own, "patches"), srcDir); err != nil {
+		return nil, nil, fmt.Errorf("patching QuickJS-ng: %w", err)
+	}
 	engineJS, err := os.ReadFile(filepath.Join(own, "engine.js"))
 	if err != nil {
 		return nil, nil, err
