@@ -15,21 +15,22 @@ type Tool struct {
 	js   string    // the source, for kindJS
 	wasm []byte    // the module, for kindWasm and kindExtism
 	fn   string    // the function an Extism plugin's run calls; "" for ExtismFunction
-	sum  *[32]byte // the plugin's content hash, taken once (3 MB of Go plugin: ~2 ms a run)
+	sum  *[32]byte // the module's content hash, taken once (3 MB of Go plugin: ~2 ms a run)
 }
 
 // JSTool is a JavaScript tool: src is the body of an async function with input in scope.
 func JSTool(name, src string) Tool { return Tool{Name: name, kind: kindJS, js: src} }
 
 // WasmTool is a guest module built for wasip1: a reactor (_initialize and run() -> i32) or a
-// command (_start). The slice is not copied; do not modify it while a run uses it.
+// command (_start). The slice is not copied; do not modify it once the tool is built.
 // A module that imports Extism's host modules is an Extism plugin: it runs as ExtismTool(name,
 // wasm, "") does.
 func WasmTool(name string, wasm []byte) Tool {
 	if isExtismPlugin(wasm) {
 		return ExtismTool(name, wasm, "")
 	}
-	return Tool{Name: name, kind: kindWasm, wasm: wasm}
+	sum := sha256.Sum256(wasm) // once, not per run: a Go tool is MBs (a quarter of its run start)
+	return Tool{Name: name, kind: kindWasm, wasm: wasm, sum: &sum}
 }
 
 // ExtismTool is an Extism plugin built with any PDK: the run calls its export function (""
@@ -109,4 +110,13 @@ type RunOptions struct {
 	// Approver, when set, asks a person about calls under the profile's approvals routes
 	// (broker.Config.Approver); without one, such calls are refused.
 	Approver broker.Approver
+}
+
+// contentHash is the module's sha256, taken when the tool was built (a Tool built as a literal
+// hashes now).
+func (t Tool) contentHash() [32]byte {
+	if t.sum != nil {
+		return *t.sum
+	}
+	return sha256.Sum256(t.wasm)
 }

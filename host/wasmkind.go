@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -46,7 +45,7 @@ func (k *wasmKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, lim
 	if err := checkFits(shape, limits.Memory); err != nil {
 		return nil, nil, err
 	}
-	key := sha256.Sum256(tool.wasm)
+	key := tool.contentHash()
 	g, err := k.modules.get(ctx, key, len(tool.wasm), func() (*guest, error) { return k.compile(tool.wasm, shape) })
 	if err != nil {
 		if ctx.Err() != nil {

@@ -193,9 +193,19 @@ func TestFigures(t *testing.T) {
 	}
 	const seq, par, workers = 1000, 3000, 8
 	lp, dp := p50(seq, lib), p50(seq, daemonRun)
-	lr, dr := rate(par, workers, lib), rate(par, workers, daemonRun)
+	lr, lcpu := rateCPU(par, workers, lib)
+	dr, dcpu := rateCPU(par, workers, daemonRun)
 	t.Logf("p50 latency, trivial JS, sequential (%d runs): library %s, daemon %s, added %s", seq, lp, dp, dp-lp)
 	t.Logf("throughput, %d workers (%d runs): library %.0f runs/s, daemon %.0f runs/s (%.0f%%)", workers, par, lr, dr, 100*dr/lr)
+	t.Logf("CPU per run (this process: for the daemon, its client's HTTP too): library %s, daemon %s (%.2f×)",
+		lcpu, dcpu, float64(dcpu)/float64(lcpu))
+}
+
+// rateCPU is rate, and the process's CPU time per run while it ran.
+func rateCPU(n, workers int, f func()) (float64, time.Duration) {
+	cpu0 := processCPU()
+	r := rate(n, workers, f)
+	return r, (processCPU() - cpu0) / time.Duration(n)
 }
 
 func p50(n int, f func()) time.Duration {
