@@ -69,6 +69,10 @@ type Config struct {
 	// Approver, when set, is asked about every call under the profile's approvals routes; with
 	// none, such calls are refused (403 approval_unavailable), never forwarded.
 	Approver Approver
+
+	// TraceParent is the W3C traceparent that forwarded calls carry upstream when the profile
+	// has propagate_trace (never probes); "" for none.
+	TraceParent string
 }
 
 // Values of TraceEntry.Probe.

@@ -23,19 +23,20 @@ import (
 // redact.go, record.go (trace, counters, audit line), request.go, path.go and headers.go (what a
 // request may be), response.go (what the guest gets back).
 type Broker struct {
-	profile    *profiles.Profile
-	credHeader string          // canonical form
-	credValue  []string        // {"Scheme secret"}, shared read-only by every request; nil when none is sent
-	allowed    map[string]bool // request headers a tool may send: the defaults and the profile's
-	redactor   *redactor       // nil when the run sends no secret
-	transport  http.RoundTripper
-	now        func() time.Time
-	start      time.Time
-	runID      string
-	tool       string
-	onRecord   func(TraceEntry)      // optional live view of the trace
-	forcedOpen func() (string, bool) // the operator's flag for the profile; nil when none
-	approver   Approver              // asks a person about gated calls; nil refuses them
+	profile     *profiles.Profile
+	credHeader  string          // canonical form
+	credValue   []string        // {"Scheme secret"}, shared read-only by every request; nil when none is sent
+	allowed     map[string]bool // request headers a tool may send: the defaults and the profile's
+	redactor    *redactor       // nil when the run sends no secret
+	transport   http.RoundTripper
+	now         func() time.Time
+	start       time.Time
+	runID       string
+	tool        string
+	onRecord    func(TraceEntry)      // optional live view of the trace
+	forcedOpen  func() (string, bool) // the operator's flag for the profile; nil when none
+	approver    Approver              // asks a person about gated calls; nil refuses them
+	traceParent []string              // sent on forwarded calls; nil unless the profile propagates it
 
 	limits    *Limits                     // the process's per-API limits; nil when none (limit.go)
 	tier      bulkhead.Tier               // the run's criticality at the API limit
@@ -47,6 +48,7 @@ type Broker struct {
 	spent     int // forwarded calls charged to the budget
 	counters  Counters
 	trace     []TraceEntry
+	events    []BreakerEvent // probes and breaker transitions, beside the trace (events.go)
 	finished  bool
 	final     Counters // the counters as the audit line gave them; set by Finish
 	forced    string   // the operator's reason of the last call shed as forced open
@@ -72,6 +74,10 @@ func New(cfg Config) (*Broker, error) {
 		breaker:    breaker.New(p.HealthCheck != nil),
 	}
 	r.limits, r.tier, r.routeOpen = cfg.Limits, cfg.Criticality, cfg.ForcedRoute // limit.go, forcedroute.go
+
+	if p.PropagateTrace && cfg.TraceParent != "" {
+		r.traceParent = []string{cfg.TraceParent}
+	}
 	if r.transport == nil {
 		r.transport = sharedTransport
 	}

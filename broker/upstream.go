@@ -61,6 +61,7 @@ func (r *Broker) roundTrip(ctx context.Context, req *http.Request) (resp *http.R
 
 // probe sends GET health_check with the run's credential. It is never traced or budgeted.
 func (r *Broker) probe(ctx context.Context) (status int, ok bool) {
+	started := r.now()
 	ctx, cancel := context.WithTimeout(ctx, breaker.ProbeTimeout)
 	defer cancel()
 	req, err := r.newUpstreamRequest(ctx, http.MethodGet, r.profile.HealthCheck.Pattern, "", nil, nil)
@@ -76,11 +77,8 @@ func (r *Broker) probe(ctx context.Context) (status int, ok bool) {
 		}
 	}
 	healthy := status >= 200 && status < 300
+	ok = r.recordProbe(started, status)
 	r.mu.Lock()
-	// ok is the breaker's word, not only the status's: a 429 that arrived while the probe was
-	// out keeps the window open whatever the health route said.
-	now := r.now()
-	ok = r.breaker.RecordProbe(now, status) || (healthy && !r.breaker.Open(now))
 	r.counters.Probes++
 	if healthy {
 		r.counters.ProbesOK++
@@ -96,6 +94,9 @@ func (r *Broker) forward(runCtx context.Context, req Request, entry TraceEntry, 
 	up, err := r.newUpstreamRequest(ctx, req.Method, req.Path, req.Query, req.Headers, req.Body)
 	if err != nil {
 		return r.fail(entry, http.StatusBadGateway, "cannot build upstream request: "+err.Error(), t0)
+	}
+	if r.traceParent != nil {
+		up.Header["Traceparent"] = r.traceParent // the run's, whatever the tool set
 	}
 	resp, stop, err := r.roundTrip(ctx, up)
 	if errors.Is(err, errNotFinal) {
@@ -149,12 +150,6 @@ func (r *Broker) failRead(runCtx, ctx context.Context, entry TraceEntry, resp *h
 		return r.fail(entry, http.StatusBadGateway, fmt.Sprintf("upstream sent Content-Encoding %s, which the broker did not ask for: it asks for identity, so that what the tool sees can be redacted", quote(encoded(resp.Header))), t0)
 	}
 	return r.failFromError(runCtx, ctx, entry, err, t0)
-}
-
-func (r *Broker) recordReply(resp *http.Response) {
-	r.mu.Lock()
-	r.breaker.RecordReply(r.now(), resp.StatusCode, resp.Header.Get("Retry-After"))
-	r.mu.Unlock()
 }
 
 func (r *Broker) failFromError(runCtx, callCtx context.Context, entry TraceEntry, err error, t0 time.Time) Response {

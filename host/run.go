@@ -50,6 +50,9 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 	if opts.OnStart != nil {
 		opts.OnStart(b.State)
 	}
+	if opts.Watch != nil {
+		opts.Watch(b)
+	}
 	var res Result
 	if secretErr != nil {
 		err = setupError("resolve the credential", secretErr)
@@ -65,6 +68,7 @@ func (rt *Runtime) RunWith(ctx context.Context, tool Tool, p *profiles.Profile, 
 	}
 	res.Err = err
 	res.Trace = b.Trace()
+	res.BreakerEvents = b.BreakerEvents()
 	res.Audit = b.Finish(statusOf(err), err)
 	return res
 }
@@ -84,7 +88,7 @@ func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secre
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
 		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: opts.OnCall, ForcedOpen: opts.ForcedOpen,
 		Limits: rt.limits, Criticality: opts.Criticality, ForcedRoute: opts.ForcedRoute,
-		Approver: opts.Approver})
+		Approver: opts.Approver, TraceParent: opts.TraceParent})
 }
 
 // refused is the result of a run that never started; its broker records no calls.

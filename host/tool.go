@@ -77,8 +77,10 @@ type Result struct {
 	Output []byte              // what the guest wrote to stdout, up to limits.max_output_bytes
 	Log    []byte              // what the guest wrote to stderr, up to limits.max_log_bytes
 	Trace  []broker.TraceEntry // one entry per host call, in order
-	Audit  broker.Audit
-	Err    error
+	// BreakerEvents are the run's probes and breaker transitions, recorded beside the trace.
+	BreakerEvents []broker.BreakerEvent
+	Audit         broker.Audit
+	Err           error
 }
 
 // RunOptions are a run's optional settings, for Runtime.RunWith. The zero value is Run's.
@@ -110,6 +112,21 @@ type RunOptions struct {
 	// Approver, when set, asks a person about calls under the profile's approvals routes
 	// (broker.Config.Approver); without one, such calls are refused.
 	Approver broker.Approver
+
+	// Watch, when set, is called right after OnStart with a read-only view of the run: its state,
+	// its trace and its breaker events so far (an operator's live timeline).
+	Watch func(LiveRun)
+	// TraceParent is the W3C traceparent the run's forwarded calls carry when the profile has
+	// propagate_trace (broker.Config.TraceParent).
+	TraceParent string
+}
+
+// LiveRun is a read-only view of a run as it goes; every method is safe from any goroutine,
+// during and after the run.
+type LiveRun interface {
+	State() broker.State
+	Trace() []broker.TraceEntry
+	BreakerEvents() []broker.BreakerEvent
 }
 
 // contentHash is the module's sha256, taken when the tool was built (a Tool built as a literal

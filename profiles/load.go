@@ -192,7 +192,7 @@ func (d *decoder) fail(field, format string, args ...any) {
 	}
 }
 
-var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency", "approvals"}
+var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency", "approvals", "propagate_trace"}
 
 func (d *decoder) profile(raw map[string]any) *Profile {
 	d.unknown("", raw, topFields)
@@ -208,6 +208,7 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 	p.Description, _ = d.str("description", raw["description"], false)
 	p.Concurrency = d.concurrency(raw["concurrency"])
 	p.Approvals = d.approvals(raw["approvals"], p.Routes, p.Limits.RunTimeout)
+	p.PropagateTrace = d.propagateTrace(raw["propagate_trace"])
 	return p
 }
 

@@ -25,6 +25,8 @@ type Profile struct {
 	Concurrency *Concurrency
 	// Approvals marks routes whose calls wait for a person; nil (the default) gates nothing.
 	Approvals *Approvals
+
+	PropagateTrace bool // optional; forwarded calls carry the run's W3C traceparent upstream
 }
 
 // Credential says where the secret comes from and how it is sent. The secret itself is resolved

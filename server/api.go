@@ -34,6 +34,7 @@ func (s *Server) apiHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/runs", s.handleRun)
 	mux.HandleFunc("GET /v1/runs/{id}", s.handleGetRun)
+	mux.HandleFunc("GET /v1/runs/{id}/timeline", s.handleTimeline)
 	mux.HandleFunc("GET /v1/profiles", s.handleProfiles)
 	mux.HandleFunc("GET /v1/profiles/{name}", s.handleProfile)
 	mux.Handle("/mcp", s.mcpHandler()) // streamable HTTP MCP, same bearer tokens (server/mcp.go)
@@ -44,6 +45,7 @@ func (s *Server) apiHandler() http.Handler {
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.adminRoutes(mux)
+	s.operatorRoutes(mux)
 	s.probes(mux, true)
 	return s.counted(guardHost(mux, s.clients == nil || s.plane.adminToken == nil))
 }
@@ -240,6 +242,8 @@ type runAnswer struct {
 	// Truncated names what GET /v1/runs/{id} answers cut: "output" (its first bytes, as a
 	// string), "log" (its tail), "trace" (its first calls); see ring.go.
 	Truncated []string `json:"truncated,omitempty"`
+	// Events are the run's probes and breaker transitions, beside the trace.
+	Events []broker.BreakerEvent `json:"breaker_events,omitempty"`
 }
 
 // execute journals, runs, audits (synced) and answers one admitted run. The slot is released
@@ -258,6 +262,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	var st *streamer
 	opts := s.plane.runOptions(runID, c.Name, p.Name)
 	opts.Criticality = tierFrom(r.Header.Get(HeaderCriticality)) // the API limit's tier (limits.go)
+	span := s.beginRun(&opts, traceparentOf(r), p.Name, c.Name, req.Digest)
 	if acceptsNDJSON(r) {
 		st = newStreamer(w, runID) // stream.go: the run's callbacks never wait for the client
 		opts.OnCall, opts.OnLog = st.call, st.log
@@ -268,6 +273,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	res := s.rt.RunWith(ctx, req.Tool, p, req.Input, opts)
 	release() // the run has ended: its slot is free before its audit line and answer go out
 	s.plane.ended(runID)
+	span.end(res)
 	a := s.finish(c, res, time.Since(t0))
 	if st != nil {
 		st.finish(a)
@@ -300,7 +306,7 @@ func (s *Server) finishRecord(res host.Result, took time.Duration) runAnswer {
 	}
 	s.metrics.observeRun(res.Audit, res.Trace, took.Seconds())
 	a := runAnswer{RunID: res.Audit.RunID, Status: res.Audit.Status, Output: mcpserver.OutputJSON(res.Output),
-		Error: res.Audit.Error, Log: string(res.Log), Trace: res.Trace, Audit: res.Audit}
+		Error: res.Audit.Error, Log: string(res.Log), Trace: res.Trace, Audit: res.Audit, Events: res.BreakerEvents}
 	if a.Trace == nil {
 		a.Trace = []broker.TraceEntry{}
 	}

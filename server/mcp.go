@@ -127,8 +127,11 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	opts.OnCall = call.OnCall
 	opts.Criticality = tierOf(crit) // the API limit's tier (limits.go)
 	opts.Approver = s.plane.desk.approver(call.Caller.Name, call.Elicit)
+
+	span := s.beginRun(&opts, call.TraceParent, call.Profile.Name, call.Caller.Name, call.Digest)
 	res := s.rt.RunWith(runCtx, call.Tool, call.Profile, call.Input, opts)
 	s.plane.ended(runID)
+	span.end(res)
 	res.Audit.Client, res.Audit.MCPClient = call.Caller.Name, call.MCPClient
 	s.finishRecord(res, time.Since(t1))
 	return res

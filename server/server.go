@@ -33,6 +33,7 @@ type Server struct {
 	recent  *ring
 	plane   *controlPlane     // live runs, forced-open flags, the admin token (admin.go, state.go)
 	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
+	tracing *tracing          // OpenTelemetry spans; nil when OTEL_* does not ask for them (otel.go)
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -120,6 +121,9 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.plane = plane
+	if s.tracing, err = newTracing(ctx, cfg.Getenv); err != nil {
+		return nil, err
+	}
 	s.metrics.reg.MustRegister(planeCollector{s})
 	if err := s.loadClients(); err != nil {
 		return nil, err
@@ -300,6 +304,9 @@ func (s *Server) close() {
 	s.cancel()
 	if s.rt != nil {
 		s.rt.Close(context.Background())
+	}
+	if err := s.tracing.shutdown(context.Background()); err != nil {
+		s.log.Error("export the last spans", "error", err.Error())
 	}
 	if s.journal != nil {
 		if err := s.journal.Close(); err != nil {

@@ -20,8 +20,9 @@ type controlPlane struct {
 	// desk holds the approvals waiting on the admin channel (approvals.go).
 	desk *approvalDesk
 
-	mu   sync.Mutex
-	live map[string]*liveRun // by run id
+	mu       sync.Mutex
+	live     map[string]*liveRun // by run id
+	openings []Opening           // of ended runs, newest last, capped (seeing.go)
 
 	routes *forcedFlags // forced-open flags per route pattern, keyed by routeKey (forceroute.go)
 }
@@ -30,6 +31,7 @@ type controlPlane struct {
 type liveRun struct {
 	client string
 	state  func() broker.State
+	view   host.LiveRun // trace and breaker events so far (seeing.go); nil until Watch
 }
 
 func newControlPlane() *controlPlane {
@@ -47,14 +49,16 @@ func (cp *controlPlane) runOptions(runID, client, profile string) host.RunOption
 			cp.mu.Lock()
 			cp.live[runID] = &liveRun{client: client, state: state}
 			cp.mu.Unlock()
-		}}
+		}, Watch: func(v host.LiveRun) { cp.watch(runID, v) }}
 }
 
 // ended removes a run from the live runs.
 func (cp *controlPlane) ended(runID string) {
 	cp.mu.Lock()
+	lr := cp.live[runID]
 	delete(cp.live, runID)
 	cp.mu.Unlock()
+	cp.rememberOpenings(lr) // reads the broker: never under the plane's lock
 }
 
 // RunState is one live run as GET /admin/state shows it: the counters keyed as on the audit line.

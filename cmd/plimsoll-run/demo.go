@@ -22,11 +22,12 @@ type demoFlags struct {
 	input      string
 	runs       int // demo --runs N: the API limit learning a knee (demoruns.go)
 	seconds    int
+	timeline   string
 }
 
 func cmdDemo(ctx context.Context, args []string, e env) int {
 	var f demoFlags
-	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON]]\n       plimsoll-run demo --runs N [--seconds S]", e)
+	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON]] [--timeline FILE.svg|.html]\n       plimsoll-run demo --runs N [--seconds S]", e)
 	fs.IntVar(&f.status, "status", 503, "what the overloaded API answers: 503 or 429")
 	fs.StringVar(&f.retryAfter, "retry-after", "5", "the overloaded API's Retry-After in `SECONDS`, or none")
 	fs.BoolVar(&f.noHealth, "no-health", false, "leave health_check out of the demo profile")
@@ -34,6 +35,7 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	fs.StringVar(&f.input, "input", "", "input for --tool: `JSON` or @FILE")
 	fs.IntVar(&f.runs, "runs", 0, "run `N` tools at once against an API with a knee of 16, behind an adaptive limit")
 	fs.IntVar(&f.seconds, "seconds", 6, "how long each of the --runs tools calls, in `S` seconds")
+	fs.StringVar(&f.timeline, "timeline", "", "also draw the run's chart to `FILE` (.svg or .html)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -95,6 +97,13 @@ func (f demoFlags) check() error {
 	if f.seconds < 1 || f.seconds > 300 {
 		return fmt.Errorf("--seconds %d: want 1 to 300", f.seconds)
 	}
+	if f.timeline != "" && f.runs > 0 {
+		return fmt.Errorf("--timeline draws one run: the chart or --tool, not --runs")
+	}
+	if f.timeline != "" {
+		_, err := timelineWriter(f.timeline)
+		return err
+	}
 	return nil
 }
 
@@ -118,6 +127,12 @@ func demoChart(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f dem
 		f.status, ra, health)
 	tl := timeline{w: e.stdout, color: e.isTTY && e.getenv("NO_COLOR") == "", slots: 80}
 	tl.draw(title, res.Trace, int(demoOverloadFrom/1e8), int(demoHealAt/1e8), res.Audit)
+	if f.timeline != "" {
+		if err := writeTimelineFile(f.timeline, res); err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run demo: timeline: %v\n", err)
+			return exitTool
+		}
+	}
 	if res.Err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: the overload tool failed: %v\n%s", res.Err, res.Log)
 		return exitTool
@@ -137,7 +152,7 @@ func demoTool(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f demo
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	return report(rt.Run(ctx, tool, p, input), runFlags{}, e)
+	return report(rt.Run(ctx, tool, p, input), runFlags{timeline: f.timeline}, e)
 }
 
 const demoTokenEnv = "PLIMSOLL_DEMO_TOKEN"

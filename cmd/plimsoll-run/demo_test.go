@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,9 +25,14 @@ func TestDemoChartRealTime(t *testing.T) {
 	var out, errb bytes.Buffer
 	e := env_("", &out, &errb, nil)
 
-	code := cli(context.Background(), []string{"demo"}, e)
+	svg := filepath.Join(t.TempDir(), "demo.svg")
+	code := cli(context.Background(), []string{"demo", "--timeline", svg}, e)
 
 	require.Equal(t, 0, code, errb.String())
+	drawn, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	assert.Len(t, classesOf(t, string(drawn), "call"), 80, "--timeline draws every call")
+	assert.Equal(t, []string{"probe-not-ready", "probe-ok"}, classesOf(t, string(drawn), "probe"))
 	calls := chartRow(t, out.String())
 	require.Len(t, []rune(calls), 80)
 	count := func(m mark) int { return strings.Count(calls, m.glyph) }

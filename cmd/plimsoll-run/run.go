@@ -19,17 +19,19 @@ import (
 
 type runFlags struct {
 	profile, profiles, input, trace, audit string
+	timeline                               string // .svg or .html
 	kind, function                         string
 	timeout                                time.Duration
 }
 
 func cmdRun(ctx context.Context, args []string, e env) int {
 	var f runFlags
-	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME] TOOL", e)
+	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--timeline FILE.svg|.html] [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME] TOOL", e)
 	fs.StringVar(&f.profile, "profile", "", "grant profile `NAME` (required)")
 	fs.StringVar(&f.profiles, "profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&f.input, "input", "", "tool input: `JSON`, or @FILE to read it from a file")
 	fs.StringVar(&f.trace, "trace", "", "write the call trace as JSON lines to `FILE`")
+	fs.StringVar(&f.timeline, "timeline", "", "draw the run's chart to `FILE` (.svg or .html)")
 	fs.StringVar(&f.audit, "audit", "", "write the audit line to `FILE` instead of stderr")
 	fs.DurationVar(&f.timeout, "timeout", 0, "end the run after `DUR`, if sooner than the profile's run_timeout")
 	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: extism for an Extism plugin (default: from the file and its imports)")
@@ -60,6 +62,11 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 	input, err := readInput(f.input)
 	if err != nil {
 		return refuse(err)
+	}
+	if f.timeline != "" {
+		if _, err := timelineWriter(f.timeline); err != nil {
+			return refuse(err)
+		}
 	}
 	if f.timeout < 0 {
 		return refuse(fmt.Errorf("--timeout %s must be positive", f.timeout))
@@ -100,6 +107,12 @@ func report(res host.Result, f runFlags, e env) int {
 	if f.trace != "" {
 		if err := writeTraceFile(f.trace, res.Trace); err != nil {
 			fmt.Fprintf(e.stderr, "plimsoll-run: trace: %v\n", err)
+			code = max(code, exitTool)
+		}
+	}
+	if f.timeline != "" {
+		if err := writeTimelineFile(f.timeline, res); err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run: timeline: %v\n", err)
 			code = max(code, exitTool)
 		}
 	}

@@ -46,6 +46,8 @@ type Call struct {
 	// Elicit, when set, asks the client that started the call about a gated call (approvals);
 	// nil when that client cannot be asked.
 	Elicit Elicitor
+	// TraceParent is the W3C traceparent in the request's _meta, "" when none.
+	TraceParent string
 }
 
 // Backend runs tool calls. The MCP server is its consumer and owns the interface.
@@ -292,6 +294,9 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 			call.Header = req.Extra.Header
 		}
 		call.Criticality = metaCriticality(req.Params.GetMeta())
+		if tp, ok := req.Params.Meta["traceparent"].(string); ok {
+			call.TraceParent = tp
+		}
 		if req.Params.RequestState != "" {
 			return s.resumeCall(ctx, req)
 		}
