@@ -53,8 +53,8 @@
 //
 // # The JS runtime's snapshot
 //
-// The JS runtime's _initialize (Go's package initialisation, goja.New, the generic preamble) is
-// about 50 ms of guest CPU and gives every instance the same state: it reads no input, makes no
+// The JS engine's _initialize (QuickJS-ng's runtime and context, engine.js, the generic preamble)
+// costs guest CPU and gives every instance the same state: it reads no input, makes no
 // host call and draws no randomness a tool can see. So when the runtime is first compiled, the
 // host runs _initialize once in a template instance and keeps the resulting memory image and the
 // values of the module's mutable globals (exported for that purpose when the module is loaded).

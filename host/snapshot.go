@@ -12,8 +12,8 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-// The JavaScript runtime's _initialize (Go's package initialisation, goja.New, the generic
-// preamble) costs about 50 ms of guest CPU, and its result is the same for every instance: it
+// The JavaScript engine's _initialize (QuickJS-ng's runtime and context, engine.js and the
+// generic preamble, a trivial tool run once) costs guest CPU on every start, and its result is the same for every instance: it
 // reads no input, makes no host call, and draws no randomness that a tool can see (Math.random
 // and crypto/rand read WASI random_get when they are used; the runtime's buffer starts empty).
 // So the host runs _initialize once, in a template instance, and keeps the result: the whole

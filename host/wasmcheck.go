@@ -28,8 +28,8 @@ type ModuleLimits struct {
 	Exports, Imports uint64
 }
 
-// DefaultModuleLimits are generous for real tools (a Go tool has about 2,500 functions, goja
-// 12,600) and far below what hurts the host. Locals and parameters follow the limits browsers
+// DefaultModuleLimits are generous for real tools (a Go tool has about 2,500 functions, a Go
+// program embedding a JavaScript interpreter about 12,600) and far below what hurts the host. Locals and parameters follow the limits browsers
 // enforce (50,000 locals, 1,000 parameters).
 func DefaultModuleLimits() ModuleLimits {
 	return ModuleLimits{

@@ -51,7 +51,7 @@ func startShop(t *testing.T, approvals string) (*daemon, *recorder) {
 	return d, rec
 }
 
-const payTool = `const r = await api.post("/payments", {to: "acme", cents: 1200}); return {status: r.status, body: r.json()};`
+const payTool = `const r = await api.post("/payments", {to: "acme", cents: 1200}); return {status: r.status, body: JSON.parse(r.body)};`
 
 var payBody = []byte(`{"to":"acme","cents":1200}`)
 

@@ -49,7 +49,7 @@ func TestAdminApprovals(t *testing.T) {
 	pay := func(cents int) <-chan string {
 		out := make(chan string, 1)
 		go func() {
-			code := `const r = await api.post("/payments", {cents: ` + strings.Repeat("1", cents) + `}); return {status: r.status, error: r.status == 200 ? "" : r.json().error}`
+			code := `const r = await api.post("/payments", {cents: ` + strings.Repeat("1", cents) + `}); return {status: r.status, error: r.status == 200 ? "" : JSON.parse(r.body).error}`
 			b, _ := json.Marshal(map[string]string{"profile": "shop", "code": code})
 			resp, err := http.Post("http://"+apiAddr+"/v1/runs", "application/json", strings.NewReader(string(b)))
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/plimsoll/plimsoll/broker"
 )
 
-const deleteTool = `const r = await api.delete("/pets/" + input.id); return r.status == 200 ? "deleted" : r.json().error;`
+const deleteTool = `const r = await api.delete("/pets/" + input.id); return r.status == 200 ? "deleted" : JSON.parse(r.body).error;`
 
 // approvalProfiles writes profile pets on api, DELETE /pets/* marked for approval.
 func approvalProfiles(t *testing.T, api, approvals string) string {

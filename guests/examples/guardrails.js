@@ -10,6 +10,6 @@ const tries = [
 const seen = {};
 for (const [what, call] of tries) {
   const res = await call();
-  seen[what] = `${res.status} ${res.outcome}: ${res.json().reason}`;
+  seen[what] = `${res.status} ${res.outcome}: ${res.reason}`;
 }
 return seen;

@@ -162,7 +162,8 @@ const bin = await api.get("/bin");
 return {
   ok: [ok.status, ok.ok, ok.outcome, ok.headers["content-type"], ok.headers["set-cookie"],
        ok.headerValues("Set-Cookie"), ok.headerValues("missing"), ok.json().id, ok.text()],
-  shed: [shed.status, shed.ok, shed.outcome, shed.headers["retry-after"], shed.json().error],
+  shed: [shed.status, shed.ok, shed.outcome, shed.headers["retry-after"], JSON.parse(shed.body).error, shed.reason, ok.reason === undefined],
+  thrown: [shed, bin].map((r) => { try { r.json(); return "no throw"; } catch (e) { return e.name + ": " + e.message; } }),
   bin: [Array.from(bin.bytes()), bin.body.length, bin.text() === bin.body],
   asJSON: JSON.parse(JSON.stringify(ok)),
   keys: Object.keys(ok),
@@ -173,7 +174,11 @@ return {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
 	assert.Equal(t, []any{200.0, true, "forwarded", "application/json", "a=1, b=2",
 		[]any{"a=1", "b=2"}, []any{}, 42.0, `{"id":42}`}, got["ok"])
-	assert.Equal(t, []any{503.0, false, "shed", "1", "shed"}, got["shed"])
+	assert.Equal(t, []any{503.0, false, "shed", "1", "shed", "breaker open", true}, got["shed"])
+	thrown := got["thrown"].([]any)
+	assert.Equal(t, "Error: json(): the broker answered 503 shed: breaker open; the API sent no body (check r.ok or r.outcome first)",
+		thrown[0], "a body the broker wrote is not parsed as the API's")
+	assert.True(t, strings.HasPrefix(thrown[1].(string), "SyntaxError: json(): the API's 200 answer is not JSON: "), thrown[1])
 	// "hi" then 0xff 0xff: the invalid bytes decode as two U+FFFD in body.
 	assert.Equal(t, []any{[]any{104.0, 105.0, 255.0, 255.0}, 4.0, true}, got["bin"])
 	assert.Equal(t, map[string]any{

@@ -1,5 +1,5 @@
 // Package quickjs embeds plimsoll's JavaScript engine guest: QuickJS-ng built as a wasip1
-// reactor from reactor.c and engine.js (guest ABI v1, preamble/ABI.md), with the generic
+// reactor from reactor.c and engine.js (guest ABI v2, preamble/ABI.md), with the generic
 // preamble (preamble/js/preamble.js) compiled in. The host compiles the module once and
 // instantiates it per run; instantiation runs _initialize, which creates the engine, adds the web
 // globals and evaluates the generic preamble, so pre-initialised instances (or a snapshot of one)
@@ -21,9 +21,10 @@
 // the reason as the last thing written. run returns abi.ExitOK, abi.ExitFailed or abi.ExitLimited; for
 // abi.ExitLimited the last log line is "plimsoll: limit: <which>".
 //
-// The module is rebuilt with `go run ./guests/internal/wasmbuild quickjs` from the pinned
-// QuickJS-ng source in ../shared/vendor; LICENSE.quickjs-ng is the engine's licence, copied from
-// that source by the build.
+// The module is rebuilt with `go run ./guests/internal/wasmbuild -quickjs-tarball PATH quickjs`
+// from the pinned QuickJS-ng source (github.com/quickjs-ng/quickjs at commit 05b2db95d9b8,
+// `git archive --format=tar.gz --prefix=quickjs-ng/`, sha256 6e8e9cd59f53…; the build checks it);
+// LICENSE.quickjs-ng is the engine's licence, copied from that source by the build.
 package quickjs
 
 import (

@@ -1,5 +1,5 @@
 // Package plimsoll is the Go guest preamble: the client library a Go tool built with
-// GOOS=wasip1 GOARCH=wasm imports to call its API through the plimsoll host (guest ABI v1,
+// GOOS=wasip1 GOARCH=wasm imports to call its API through the plimsoll host (guest ABI v2,
 // preamble/ABI.md). Its import path ends in /go, so name it when importing:
 //
 //	import plimsoll "github.com/plimsoll/plimsoll/preamble/go"

@@ -7,7 +7,8 @@ import (
 	"unsafe"
 )
 
-// The plimsoll imports, guest ABI v1 (preamble/ABI.md). Pointers are offsets in linear memory.
+// The plimsoll imports, guest ABI v2 (preamble/ABI.md): v1's host_call and host_response, v2's
+// host_submit, host_wait and host_result. Pointers are offsets in linear memory.
 
 //go:wasmimport plimsoll host_call
 func hostCallImport(reqPtr, reqLen, respPtr, respCap uint32) int32

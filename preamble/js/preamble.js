@@ -315,8 +315,41 @@
     };
   };
 
+  // reason is the broker's reason when it answered the call itself (outcome other than
+  // "forwarded"), else undefined.
+  Object.defineProperty(Response.prototype, "reason", {
+    get: function () {
+      if (this.outcome === "forwarded") {
+        return undefined;
+      }
+      try {
+        const r = JSON.parse(this.body).reason;
+        return typeof r === "string" ? r : undefined;
+      } catch (e) {
+        return undefined;
+      }
+    },
+    set: shadow("reason"),
+    configurable: true,
+  });
+
+  // json parses the API's body. A body the broker wrote instead (shed, denied, over budget,
+  // invalid, failed) is not the API's answer: reading it as one would fail later and far away,
+  // so json() throws here, naming the status, the outcome and the broker's reason.
   Response.prototype.json = function json() {
-    return JSON.parse(this.body);
+    const outcome = this.outcome;
+    if (outcome !== "forwarded") {
+      const reason = this.reason;
+      throw new Error(
+        "json(): the broker answered " + this.status + " " + outcome + (reason ? ": " + reason : "") +
+          "; the API sent no body (check r.ok or r.outcome first)"
+      );
+    }
+    try {
+      return JSON.parse(this.body);
+    } catch (e) {
+      throw new SyntaxError("json(): the API's " + this.status + " answer is not JSON: " + e.message);
+    }
   };
 
   Response.prototype.text = function text() {
@@ -460,9 +493,9 @@
     return p === undefined ? Promise.resolve() : p;
   }
 
-  // An engine may end each stack position with the bytecode offset, "tool.js:3:9(12)" (goja), or
-  // name an anonymous function's frame "<anonymous> (tool.js:3:9)" (QuickJS); both become
-  // "tool.js:3:9".
+  // An engine may end each stack position with the bytecode offset, "tool.js:3:9(12)" (goja,
+  // the tests' native baseline), or name an anonymous function's frame "<anonymous>
+  // (tool.js:3:9)" (QuickJS); both become "tool.js:3:9".
   const PC = /(:\d+:\d+)\(\d+\)/g;
   const ANONYMOUS = /^( *at )<(?:anonymous|eval)> \((.*)\)$/gm;
 
@@ -470,7 +503,7 @@
     return stack.replace(PC, "$1").replace(/^\t/gm, "    ").replace(ANONYMOUS, "$1$2").replace(/\n+$/, "");
   }
 
-  // The error string, then the stack. Some engines (goja) start the stack with the error
+  // The error string, then the stack. Some engines (the baseline goja) start the stack with the error
   // string; others (QuickJS) give only the frames.
   function errorText(e) {
     const stack = e.stack;

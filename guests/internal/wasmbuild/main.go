@@ -11,8 +11,9 @@
 // fresh build is compared with the committed file and the command exits 1 when they differ.
 // The bytes depend on the Go toolchain and go.sum, so the build pins the toolchain (see toolchain).
 //
-// The quickjs target is C: it extracts the pinned QuickJS-ng tarball from ../shared/vendor (or
-// $PLIMSOLL_VENDOR_DIR; its sha256 is checked), compiles it with guests/quickjs/src using the
+// The quickjs target is C: it extracts the pinned QuickJS-ng tarball (-quickjs-tarball PATH, else
+// $PLIMSOLL_VENDOR_DIR/quickjs-ng-05b2db9.tar.gz; its sha256 is checked; quickjs.go names the
+// upstream repository and commit), compiles it with guests/quickjs/src using the
 // pinned clang-19 and wasi-libc (see quickjs.go), and also writes guests/quickjs/LICENSE.quickjs-ng
 // from the tarball.
 package main
@@ -66,8 +67,9 @@ var targets = []target{
 
 func main() {
 	check := flag.Bool("check", false, "compare fresh builds with the committed files instead of writing them")
+	flag.StringVar(&quickjsTarballPath, "quickjs-tarball", "", "the pinned QuickJS-ng source tarball `PATH` (default: "+quickjsTarball+" in $PLIMSOLL_VENDOR_DIR)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [target ...]\ntargets: %s\n", targetNames())
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [-quickjs-tarball PATH] [target ...]\ntargets: %s\n", targetNames())
 		flag.PrintDefaults()
 	}
 	flag.Parse()

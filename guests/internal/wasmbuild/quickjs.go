@@ -27,6 +27,11 @@ const (
 	quickjsSHA256  = "6e8e9cd59f53d69177d031fd601ce9d160b7fd344f108043e9077437bdde20f5"
 	quickjsPrefix  = "quickjs-ng/"
 
+	// Where the tarball comes from: `git archive --format=tar.gz --prefix=quickjs-ng/ COMMIT`
+	// in a clone of the upstream repository (v0.16.2 plus two commits).
+	quickjsUpstream = "https://github.com/quickjs-ng/quickjs"
+	quickjsCommit   = "05b2db95d9b8a088a203950727d1c3459fe0ec47"
+
 	// The C toolchain the committed module is built with (Debian bookworm packages, pinned in
 	// .ci/run). Other versions give other bytes, so the build refuses them.
 	clangCommand = "clang-19"
@@ -65,8 +70,20 @@ func quickjsCompileFlags(tmp string) []string {
 	}
 }
 
-// vendorDir is where the pinned sources are: $PLIMSOLL_VENDOR_DIR, else ../shared/vendor next to
-// the module root.
+// quickjsTarballPath is the -quickjs-tarball flag: the pinned tarball's path, "" for the vendor
+// directory's copy.
+var quickjsTarballPath string
+
+// quickjsSource is the tarball to build from: -quickjs-tarball, else the vendor directory's.
+func quickjsSource(root string) string {
+	if quickjsTarballPath != "" {
+		return quickjsTarballPath
+	}
+	return filepath.Join(vendorDir(root), quickjsTarball)
+}
+
+// vendorDir is where the pinned sources are: $PLIMSOLL_VENDOR_DIR, else the directory "vendor"
+// beside the module root's parent ("shared/vendor" next to the clone).
 func vendorDir(root string) string {
 	if d := os.Getenv("PLIMSOLL_VENDOR_DIR"); d != "" {
 		return d
@@ -85,7 +102,7 @@ func buildQuickJS(root, tmp string) ([]byte, map[string][]byte, error) {
 	if err := os.MkdirAll(srcDir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	license, err := extractQuickJS(filepath.Join(vendorDir(root), quickjsTarball), srcDir)
+	license, err := extractQuickJS(quickjsSource(root), srcDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,11 +225,12 @@ func runTool(dir, name string, args ...string) error {
 func extractQuickJS(tarball, dir string) ([]byte, error) {
 	data, err := os.ReadFile(tarball)
 	if err != nil {
-		return nil, fmt.Errorf("the pinned QuickJS-ng source (set PLIMSOLL_VENDOR_DIR to the directory holding %s): %w", quickjsTarball, err)
+		return nil, fmt.Errorf("the pinned QuickJS-ng source: %w; make it with `git archive --format=tar.gz --prefix=%s %s` in a clone of %s "+
+			"(sha256 %s) and pass -quickjs-tarball PATH", err, quickjsPrefix, quickjsCommit, quickjsUpstream, quickjsSHA256)
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != quickjsSHA256 {
-		return nil, fmt.Errorf("%s: sha256 %s, want %s", tarball, got, quickjsSHA256)
+		return nil, fmt.Errorf("%s: sha256 %s, want %s (QuickJS-ng %s at commit %s)", tarball, got, quickjsSHA256, quickjsUpstream, quickjsCommit)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {

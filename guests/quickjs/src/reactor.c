@@ -1,5 +1,5 @@
 /* plimsoll's JavaScript engine guest: QuickJS-ng built as a wasip1 reactor (guest ABI v2,
- * preamble/ABI.md). The contract is the one the earlier goja runtime had:
+ * preamble/ABI.md). Its contract:
  *
  *   _initialize  creates the runtime and the context, evaluates engine.js (web globals and the
  *                reporting helpers) and the generic preamble, and runs a trivial tool once, so the
