@@ -16,7 +16,7 @@ import (
 var responseCases = []secCase{
 	{class: responses, name: "101 Switching Protocols holding the connection", js: get("/fault/switching-protocols"), want: `502 failed | upstream answered 101 Switching Protocols, not a final response`, calls: failed,
 		check: upstreamStatus(101)},
-	{class: responses, name: "101 Switching Protocols, run deadline shorter than the call's", lim: lim{"call_timeout": "1h", "run_timeout": "5s"}, js: get("/fault/switching-protocols"), want: `502 failed | 101 Switching Protocols, not a final response`, calls: failed},
+	{class: responses, name: "101 Switching Protocols, run deadline shorter than the call's", lim: lim{"call_timeout": "1h", "run_timeout": "1m"}, js: get("/fault/switching-protocols"), want: `502 failed | 101 Switching Protocols, not a final response`, calls: failed},
 	{class: responses, name: "101 without Upgrade headers", js: get("/fault/switching-protocols-bare"), want: `502 failed | upstream answered 101 Switching Protocols`, calls: failed},
 	{class: responses, name: "100 Continue before the answer is skipped", js: get("/fault/continue-then-ok"), want: `200 forwarded ok`, calls: fwd1},
 	{class: responses, name: "a flood of 103 Early Hints", js: get("/fault/early-hints-flood"), want: `502 failed | upstream gave no usable response`, calls: failed},
