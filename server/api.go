@@ -205,6 +205,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	release = sync.OnceFunc(release)
+	if !req.Wait {
+		s.detach(w, r, c, p, req, release)
+		return
+	}
 	defer release()
 	s.execute(w, r, c, p, req, release)
 }
@@ -340,10 +344,22 @@ func (s *Server) handleGetRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if d := s.detached.get(r.PathValue("id"), c.Name); d != nil && r.URL.Query().Get("stream") == "ndjson" {
+		s.streamDetached(w, r, r.PathValue("id"), d, c)
+		return
+	}
 	a, ok := s.recent.get(r.PathValue("id"), c.Name)
 	if !ok {
+		if running, ok := s.detached.view(r.PathValue("id"), c.Name); ok {
+			writeJSON(w, http.StatusOK, running)
+			return
+		}
 		// Another client's run is not found either: its existence is not disclosed.
 		refuse(w, http.StatusNotFound, "id", "no recent run of yours with that id")
+		return
+	}
+	if r.URL.Query().Get("stream") == "ndjson" { // it has ended: the stream is its result line
+		newStreamer(w, a.RunID).finish(a)
 		return
 	}
 	writeJSON(w, http.StatusOK, a)

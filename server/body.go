@@ -37,6 +37,7 @@ type runRequest struct {
 	Digest  string // "sha256:<hex>" of the code or module
 	Input   []byte // JSON; "null" when absent
 	Timeout time.Duration
+	Wait    bool // false: answer 202 at once and run on (detached.go)
 }
 
 // wireRunRequest is the body as sent.
@@ -46,6 +47,7 @@ type wireRunRequest struct {
 	WasmBase64 *string         `json:"wasm_base64"`
 	Input      json.RawMessage `json:"input"`
 	Timeout    *string         `json:"timeout"`
+	Wait       *bool           `json:"wait"`
 }
 
 // decodeRunRequest decodes and validates a POST /v1/runs body. Errors are *RequestError with
@@ -74,7 +76,7 @@ func decodeError(err error) error {
 		return bad(te.Field, "must be a JSON %s, not %s", kindOf(te.Type.String()), te.Value)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return bad(strings.Trim(f, `"`), "unknown field (known: profile, code, wasm_base64, input, timeout)")
+		return bad(strings.Trim(f, `"`), "unknown field (known: profile, code, wasm_base64, input, timeout, wait)")
 	}
 	return bad("", "the body is not a JSON object: %v", err)
 }
@@ -100,6 +102,7 @@ func (w wireRunRequest) validate() (runRequest, error) {
 		return r, err
 	}
 	r.Tool, r.Digest = tool, digest
+	r.Wait = w.Wait == nil || *w.Wait
 	r.Input = []byte("null")
 	if len(w.Input) > 0 {
 		r.Input = w.Input

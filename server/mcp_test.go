@@ -125,7 +125,7 @@ func TestMCPHTTPToolsAreTheClientsOwn(t *testing.T) {
 	assert.Contains(t, pet.Description, "the pet store", "the inline description")
 	assert.Contains(t, pet.Description, "GET /pets/*", "the route list, without a description file")
 	schema, _ := json.Marshal(pet.InputSchema)
-	assert.JSONEq(t, `{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"input":{"description":"any JSON"}}}`, string(schema))
+	assert.JSONEq(t, `{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"input":{"description":"any JSON"},"timeout":{"type":"string","description":"optional run deadline such as 5s; the profile's run_timeout caps it"}}}`, string(schema))
 
 	assert.ElementsMatch(t, []string{"run_inventory", "run_petstore"}, keys(toolNames(t, b)))
 
@@ -161,7 +161,9 @@ func TestMCPHTTPCallAuditedAsTheClient(t *testing.T) {
 	res, out := callTool(t, a, "run_petstore", `console.log("fetching", input.id); const r = await api.get("/pets/" + input.id); return r.json();`, map[string]any{"id": 42})
 	require.False(t, res.IsError, text(res))
 	assert.JSONEq(t, `{"path":"/api/pets/42"}`, string(out.Output))
-	assert.JSONEq(t, `{"path":"/api/pets/42"}`, text(res), "one text content: the output as JSON")
+	require.Len(t, res.Content, 2, "the output as JSON, then the log tail")
+	assert.JSONEq(t, `{"path":"/api/pets/42"}`, res.Content[0].(*mcp.TextContent).Text)
+	assert.Equal(t, "log tail:\nfetching 42\n", res.Content[1].(*mcp.TextContent).Text)
 	assert.Equal(t, "ok", string(out.Status))
 	assert.Equal(t, mcpserver.Calls{Forwarded: 1}, out.Calls)
 	assert.Equal(t, "fetching 42\n", out.Log)

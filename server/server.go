@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,8 @@ type Server struct {
 	draining atomic.Bool
 	runsCtx  context.Context // ends when the drain deadline passes: in-flight runs are cancelled
 	cancel   context.CancelFunc
-	runs     inflight // run requests past the drain check, until their answer is written
+	runs     inflight     // run requests past the drain check, until their answer is written
+	detached detachedRuns // runs started with "wait": false, until they end (detached.go)
 }
 
 // inflight counts requests and tells when none is left after a drain began; the drain check and
@@ -133,6 +135,10 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, &ConfigError{Flag: "profiles", Reason: err.Error()}
 	}
 	s.store = store
+	if len(store.Profiles()) == 0 {
+		s.log.Warn("no profile loaded: every run will be refused until a valid profile appears (plimsoll-run profiles check names each refusal)",
+			"dir", absDir(cfg.ProfilesDir))
+	}
 	if err := store.Watch(s.runsCtx); err != nil {
 		return nil, err
 	}
@@ -149,6 +155,14 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 	s.rt = rt
 	s.metrics.reg.MustRegister(limitsCollector{s}) // limits.go
 	return s, nil
+}
+
+// absDir names dir as the operator can find it, whatever the daemon's working directory.
+func absDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 func (s *Server) loadClients() error {

@@ -75,6 +75,12 @@ type RunState struct {
 	CallsInFlight int       `json:"calls_in_flight"`
 }
 
+func runStateOf(client string, st broker.State) RunState {
+	return RunState{RunID: st.RunID, Client: client, Profile: st.Profile, Tool: st.Tool,
+		ElapsedMs: st.ElapsedMs, Counters: st.Counters, BudgetCalls: st.BudgetCalls, Breaker: st.Breaker,
+		BreakerUntil: st.BreakerUntil, CallsInFlight: st.InFlight}
+}
+
 // ProfileState is one profile as GET /admin/state shows it.
 type ProfileState struct {
 	Name     string    `json:"name"`
@@ -172,10 +178,7 @@ func (cp *controlPlane) liveRuns() []RunState {
 	cp.mu.Unlock()
 	out := make([]RunState, 0, len(runs))
 	for _, r := range runs {
-		st := r.state() // the broker's own lock; never under the plane's
-		out = append(out, RunState{RunID: st.RunID, Client: r.client, Profile: st.Profile, Tool: st.Tool,
-			ElapsedMs: st.ElapsedMs, Counters: st.Counters, BudgetCalls: st.BudgetCalls, Breaker: st.Breaker,
-			BreakerUntil: st.BreakerUntil, CallsInFlight: st.InFlight})
+		out = append(out, runStateOf(r.client, r.state())) // the broker's own lock; never under the plane's
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].ElapsedMs != out[j].ElapsedMs {

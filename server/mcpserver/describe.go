@@ -42,7 +42,7 @@ func ToolName(profile string) string {
 const Convention = "Runs JavaScript: `code` is the body of an async function with `input` in scope; `return` the result (JSON). Only `api.*` reaches the network.\n"
 
 // rawAPI says how to call the API without a generated client.
-const rawAPI = "api.get(path,{query,headers}), api.post(path,body,{query,headers}), put, patch, delete, api.call(method,path,{query,headers,body}) resolve to {status,ok,outcome,headers,body,json(),text()}; HTTP errors do not throw.\n"
+const rawAPI = "api.get(path,{query,headers}), api.post(path,body,{query,headers}), put, patch, delete, api.call(method,path,{query,headers,body}) resolve to {status,ok,outcome,headers,body,json(),text()}; HTTP errors do not throw, but json() does when the broker answered (outcome not forwarded).\n"
 
 // maxDescriptionFile caps a description file: it is sent to every client on every tools/list.
 const maxDescriptionFile = 1 << 20
@@ -126,8 +126,9 @@ var (
 		Type:     "object",
 		Required: []string{"code"},
 		Properties: map[string]*jsonschema.Schema{
-			"code":  {Type: "string"},
-			"input": {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
+			"code":    {Type: "string"},
+			"input":   {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
+			"timeout": {Type: "string", Description: "optional run deadline such as 5s; the profile's run_timeout caps it"},
 		},
 	}
 	outputSchema = &jsonschema.Schema{

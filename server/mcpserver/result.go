@@ -26,7 +26,12 @@ func (s *Server) result(res host.Result) (*mcp.CallToolResult, *Result, error) {
 		Log: tail(string(res.Log), s.opts.MaxLog),
 	}
 	if res.Err == nil {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: cut(string(out.Output), s.opts.MaxText)}}}, out, nil
+		content := []mcp.Content{&mcp.TextContent{Text: cut(string(out.Output), s.opts.MaxText)}}
+		// Clients that forward only content to the model would lose console.log without this.
+		if l := tail(strings.TrimRight(string(res.Log), "\n"), s.opts.MaxLog/2); l != "" {
+			content = append(content, &mcp.TextContent{Text: "log tail:\n" + l + "\n"})
+		}
+		return &mcp.CallToolResult{Content: content}, out, nil
 	}
 	var b strings.Builder
 	if a.RunID == "" { // refused before it started: there is no run

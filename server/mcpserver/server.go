@@ -244,8 +244,9 @@ func unknownTool(name string) error {
 
 // Input is a tool call's arguments.
 type Input struct {
-	Code  string          `json:"code"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Code    string          `json:"code"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	Timeout string          `json:"timeout,omitempty"` // a Go duration; the profile's run_timeout caps it
 }
 
 // Result is a tool call's structured content.
@@ -278,6 +279,11 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 		if !ok {
 			return nil, nil, unknownTool(req.Params.Name) // removed since the last sync
 		}
+		ctx, cancel, err := withDeadline(ctx, in.Timeout, p)
+		if err != nil {
+			return refusal(err.Error()), nil, nil
+		}
+		defer cancel()
 		sum := sha256.Sum256([]byte(in.Code))
 		digest := hex.EncodeToString(sum[:])
 		tool, err := host.ToolFromSource("sha256-"+digest[:16]+".js", []byte(in.Code))
@@ -338,6 +344,28 @@ func (s *Server) resumeCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return refusedState(err), nil, nil
 	}
 	return s.awaitRound(ctx, r)
+}
+
+// refusal is the answer to a call refused before its run: isError, with why.
+func refusal(why string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: why}}}
+}
+
+// withDeadline ends ctx after the call's timeout, when it asks for one shorter than the
+// profile's run_timeout (which ends the run in any case).
+func withDeadline(ctx context.Context, timeout string, p *profiles.Profile) (context.Context, context.CancelFunc, error) {
+	if timeout == "" {
+		return ctx, func() {}, nil
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil || d <= 0 {
+		return nil, nil, fmt.Errorf("timeout: %q is not a positive duration such as 5s or 500ms", timeout)
+	}
+	if d >= p.Limits.RunTimeout {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
 }
 
 func inputJSON(in json.RawMessage) []byte {
