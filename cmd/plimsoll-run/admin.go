@@ -15,10 +15,10 @@ import (
 	"github.com/plimsoll/plimsoll/server"
 )
 
-const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] [--json]
-       plimsoll-run admin force-open NAME [--route "METHOD /path"] --reason R [--admin ADDR] [--json]
-       plimsoll-run admin clear NAME [--route "METHOD /path"] [--admin ADDR] [--json]
-       plimsoll-run admin reload [--admin ADDR] [--json]
+const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] [--token-env NAME] [--json]
+       plimsoll-run admin force-open NAME [--route "METHOD /path"] --reason R [--admin ADDR] [--token-env NAME] [--json]
+       plimsoll-run admin clear NAME [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--json]
+       plimsoll-run admin reload [--admin ADDR] [--token-env NAME] [--json]
 ` + limitsSynopsis + `
        plimsoll-run admin approvals [--admin ADDR] [--json]
        plimsoll-run admin approve ID [--hash SHA256] [--by NAME] [--admin ADDR] [--json]
@@ -56,7 +56,7 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 	sub, args := args[0], args[1:]
 	c := adminCmd{e: e}
 	fs := newFlags("admin "+sub, adminSynopsis, e)
-	fs.StringVar(&c.addr, "admin", server.DefaultAdmin, "the daemon's admin `ADDR` (host:port or http://host:port)")
+	fs.StringVar(&c.addr, "admin", envOr(e, "PLIMSOLL_ADMIN", server.DefaultAdmin), "the daemon's admin `ADDR` (host:port or http://host:port; default $PLIMSOLL_ADMIN, else 127.0.0.1:7071)")
 	fs.StringVar(&c.tokenEnv, "token-env", "PLIMSOLL_ADMIN_TOKEN", "environment variable `NAME` holding the admin token, if the daemon wants one")
 	fs.BoolVar(&c.json, "json", false, "print the daemon's JSON answer, for scripts")
 	switch sub {
@@ -183,6 +183,9 @@ func (c adminCmd) do(ctx context.Context, method, path string, body any, print f
 		} else {
 			fmt.Fprintf(c.e.stderr, "plimsoll-run admin: %s %s: %s\n", method, path, resp.Status)
 		}
+		if resp.StatusCode == http.StatusUnauthorized {
+			fmt.Fprintln(c.e.stderr, c.tokenHint())
+		}
 		if c.json {
 			c.e.stdout.Write(b)
 		}
@@ -198,6 +201,14 @@ func (c adminCmd) do(ctx context.Context, method, path string, body any, print f
 		return code
 	}
 	return print(b)
+}
+
+// tokenHint says where the admin token comes from, and whether it was found.
+func (c adminCmd) tokenHint() string {
+	if c.e.getenv(c.tokenEnv) == "" {
+		return fmt.Sprintf("plimsoll-run admin: the daemon wants an admin token: set $%s to it (or name another variable with --token-env NAME)", c.tokenEnv)
+	}
+	return fmt.Sprintf("plimsoll-run admin: the daemon refused the token in $%s (--token-env names the variable): is it the one its --admin-token-env names?", c.tokenEnv)
 }
 
 func (c adminCmd) printState(b []byte) int {

@@ -96,8 +96,13 @@ func TestAdminCommand(t *testing.T) {
 	}
 
 	// Refusals: no token, a missing reason, an unknown profile, no daemon.
-	if code, _, errs := invoke(t, "", nil, "admin", "state", "--admin", adminAddr); code != 1 || !strings.Contains(errs, "401") {
+	if code, _, errs := invoke(t, "", nil, "admin", "state", "--admin", adminAddr); code != 1 || !strings.Contains(errs, "401") ||
+		!strings.Contains(errs, "set $PLIMSOLL_ADMIN_TOKEN to it (or name another variable with --token-env NAME)") {
 		t.Errorf("no token: %d %s", code, errs)
+	}
+	if code, _, errs := invoke(t, "", map[string]string{"PLIMSOLL_ADMIN_TOKEN": "wrong"}, "admin", "state", "--admin", adminAddr); code != 1 ||
+		!strings.Contains(errs, "refused the token in $PLIMSOLL_ADMIN_TOKEN") {
+		t.Errorf("a wrong token: %d %s", code, errs)
 	}
 	if code, _, errs := admin("force-open", "api"); code != 2 || !strings.Contains(errs, "--reason is required") {
 		t.Errorf("no reason: %d %s", code, errs)

@@ -14,9 +14,9 @@ import (
 
 // `plimsoll-run admin limits` and `admin retune`: the per-API concurrency limits (issue 26).
 
-const limitsSynopsis = `       plimsoll-run admin limits [--profile NAME] [--admin ADDR] [--json]
+const limitsSynopsis = `       plimsoll-run admin limits [--profile NAME] [--admin ADDR] [--token-env NAME] [--json]
        plimsoll-run admin retune NAME [--limit gradient2|aimd|N] [--min N] [--max N]
-                                 [--max-queue N] [--queue-timeout D] [--admin ADDR] [--json]`
+                                 [--max-queue N] [--queue-timeout D] [--admin ADDR] [--token-env NAME] [--json]`
 
 // retuneFlags registers retune's flags; the returned body holds only the flags given.
 func retuneFlags(fs *flag.FlagSet) func() map[string]any {

@@ -101,6 +101,9 @@ func cmdConformance(ctx context.Context, args []string, e env) int {
 	code := exitOK
 	var reports []conformance.Report
 	for i, d := range drivers {
+		// Progress on stderr: a driver's scenarios can take a minute on a busy machine.
+		fmt.Fprintf(e.stderr, "plimsoll-run conformance: driver %s (%d of %d): running %d scenarios, %d at once\n",
+			d.Name, i+1, len(drivers), len(scenarios), *parallel)
 		rep := r.Run(ctx, d, scenarios)
 		reports = append(reports, rep)
 		if !rep.OK() {

@@ -20,6 +20,7 @@ func TestConformanceCommand(t *testing.T) {
 	assert.Contains(t, stdout, "driver js: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver go: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver extism-go: 2 scenarios, 2 passed, 0 failed")
+	assert.Contains(t, stderr, "plimsoll-run conformance: driver js (1 of 3): running 2 scenarios, 2 at once\n", "progress on stderr")
 
 	broken := writeBrokenDriver(t)
 	code, stdout, stderr = invoke(t, "", env, "conformance", "--guest", broken, "--run", "^query-arrays$")

@@ -27,11 +27,11 @@ type demoFlags struct {
 
 func cmdDemo(ctx context.Context, args []string, e env) int {
 	var f demoFlags
-	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON]] [--timeline FILE.svg|.html]\n       plimsoll-run demo --runs N [--seconds S]", e)
+	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html]\n       plimsoll-run demo --runs N [--seconds S]", e)
 	fs.IntVar(&f.status, "status", 503, "what the overloaded API answers: 503 or 429")
 	fs.StringVar(&f.retryAfter, "retry-after", "5", "the overloaded API's Retry-After in `SECONDS`, or none")
 	fs.BoolVar(&f.noHealth, "no-health", false, "leave health_check out of the demo profile")
-	fs.StringVar(&f.tool, "tool", "", "run this JS `FILE` against the calm demo API instead of the overload chart")
+	fs.StringVar(&f.tool, "tool", "", "run this tool `FILE` (.js, a wasip1 .wasm, or an Extism plugin .wasm) against the calm demo API instead of the overload chart")
 	fs.StringVar(&f.input, "input", "", "input for --tool: `JSON` or @FILE")
 	fs.IntVar(&f.runs, "runs", 0, "run `N` tools at once against an API with a knee of 16, behind an adaptive limit")
 	fs.IntVar(&f.seconds, "seconds", 6, "how long each of the --runs tools calls, in `S` seconds")
@@ -114,7 +114,7 @@ func demoChart(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f dem
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	res := rt.Run(ctx, host.JSTool("overload.js", string(src)), p, []byte("null"))
+	res := runShowing(ctx, rt, host.JSTool("overload.js", string(src)), p, []byte("null"), e)
 	ra := "no Retry-After"
 	if f.retryAfter != "" {
 		ra = "Retry-After: " + f.retryAfter
@@ -152,7 +152,7 @@ func demoTool(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f demo
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	return report(rt.Run(ctx, tool, p, input), runFlags{timeline: f.timeline}, e)
+	return report(runShowing(ctx, rt, tool, p, input, e), runFlags{timeline: f.timeline}, e)
 }
 
 const demoTokenEnv = "PLIMSOLL_DEMO_TOKEN"

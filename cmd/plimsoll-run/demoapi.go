@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +21,8 @@ const (
 	demoHealAt       = 2200 * time.Millisecond
 )
 
-// demoAPI is a small inventory API with a readiness route. When overload is on, it answers its
-// item routes with status (503 or 429) from 0.5 s to 2.2 s after the first call.
+// demoAPI is a small inventory and pet store API with a readiness route. When overload is on, it
+// answers its other routes with status (503 or 429) from 0.5 s to 2.2 s after the first call.
 type demoAPI struct {
 	overload   bool
 	status     int
@@ -30,6 +32,7 @@ type demoAPI struct {
 	start  time.Time
 	items  map[int]demoItem
 	nextID int
+	pets   map[int]demoPet
 }
 
 type demoItem struct {
@@ -38,12 +41,20 @@ type demoItem struct {
 	Stock int    `json:"stock"`
 }
 
+// demoPet is one pet of the example pet store (examples/profiles/petstore.yaml).
+type demoPet struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	Tag  string `json:"tag"`
+}
+
 func newDemoAPI(overload bool, status int, retryAfter string) *demoAPI {
 	api := &demoAPI{overload: overload, status: status, retryAfter: retryAfter, items: map[int]demoItem{}}
 	for i, name := range []string{"anchor", "buoy", "chart", "davit", "ensign", "fender", "gimbal", "hawser"} {
 		api.items[i+1] = demoItem{ID: i + 1, Name: name, Stock: 3 + i*2}
 	}
 	api.nextID = len(api.items) + 1
+	api.pets = map[int]demoPet{7: {7, "Mia", "cat"}, 12: {12, "Bo", "dog"}, 42: {42, "Rex", "dog"}}
 	return api
 }
 
@@ -68,6 +79,10 @@ func (a *demoAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.create(w, r)
 	case strings.HasPrefix(path, "/items/") && r.Method == http.MethodGet:
 		a.get(w, strings.TrimPrefix(path, "/items/"))
+	case path == "/pets" && r.Method == http.MethodGet:
+		a.listPets(w, r.URL.Query().Get("tag"))
+	case strings.HasPrefix(path, "/pets/") && r.Method == http.MethodGet:
+		a.getPet(w, strings.TrimPrefix(path, "/pets/"))
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such route"})
 	}
@@ -120,6 +135,26 @@ func (a *demoAPI) get(w http.ResponseWriter, idText string) {
 		return
 	}
 	writeJSON(w, http.StatusOK, item)
+}
+
+func (a *demoAPI) listPets(w http.ResponseWriter, tag string) {
+	pets := []demoPet{}
+	for _, id := range slices.Sorted(maps.Keys(a.pets)) {
+		if p := a.pets[id]; tag == "" || p.Tag == tag {
+			pets = append(pets, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, pets)
+}
+
+func (a *demoAPI) getPet(w http.ResponseWriter, idText string) {
+	id, _ := strconv.Atoi(idText)
+	pet, ok := a.pets[id]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no pet %q", idText)})
+		return
+	}
+	writeJSON(w, http.StatusOK, pet)
 }
 
 func (a *demoAPI) create(w http.ResponseWriter, r *http.Request) {

@@ -27,24 +27,36 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
-	isTTY  bool
+	isTTY  bool // stdout is a terminal: the demo's chart in colour
+	// stderrTTY: stderr is a terminal, so a long run shows a live status line there.
+	stderrTTY bool
 }
 
 const usage = `plimsoll-run: run agent-written tools in a sandbox, through the broker.
 
 Usage:
   plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE]
-                   [--audit FILE] [--timeout DUR] TOOL      TOOL: .js, .wasm, or - for JS on stdin
-  plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE]
+                   [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME]
+                   [--timeline FILE.svg|.html] TOOL
+                   TOOL: .js, .wasm (a wasip1 tool or an Extism plugin), or - for JS on stdin
+  plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health]
+                    [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html]
+  plimsoll-run demo --runs N [--seconds S]       many runs against one API: the API limit
   plimsoll-run profiles check [--profiles DIR]
-  plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm] [--scenarios DIR] [--json]
-  plimsoll-run serve [--listen ADDR] [--admin ADDR] [--profiles DIR] [--clients FILE]
-                     [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
-  plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--admin ADDR] [--json]
-                     (also serves MCP over streamable HTTP at /mcp)
+  plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm|.js] [--scenarios DIR] [--json]
+                           [--run REGEXP] [--parallel N]
+  plimsoll-run serve [--listen ADDR] [--admin ADDR|off] [--admin-token-env NAME] [--profiles DIR]
+                     [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
+                     the daemon: /v1, and MCP over streamable HTTP at /mcp
+  plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--profile NAME]
+                     [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--json]
+  plimsoll-run admin limits [--profile NAME] | retune NAME [--limit gradient2|aimd|N] [--min N]
+                     [--max N] [--max-queue N] [--queue-timeout D] [--admin ADDR] [--token-env NAME] [--json]
   plimsoll-run admin approvals|approve ID [--hash H]|decline ID [--reason R] [--admin ADDR]
   plimsoll-run mcp --profile NAME [--profile NAME ...] [--profiles DIR] [--audit FILE]
                    serves MCP on stdio: one tool, run_NAME, per profile
+  plimsoll-run example-api [--listen 127.0.0.1:8080] [--overload]
+                   the demo's pet store and inventory API, for the profiles in examples/profiles
 
 Each command takes --help. Exit codes: 0 ok; 1 the tool failed (threw, timed out or hit a
 limit); 2 usage, config or profile error.
@@ -52,13 +64,16 @@ limit); 2 usage, config or profile error.
 Environment:
   PLIMSOLL_PROFILES   default profile directory (else ./profiles)
   PLIMSOLL_CACHE_DIR  wazero compilation cache (else the user cache dir)
+  PLIMSOLL_LISTEN     serve's API address (else 127.0.0.1:7070)
+  PLIMSOLL_ADMIN      the admin plane's address, for serve and admin (else 127.0.0.1:7071)
+  PLIMSOLL_ADMIN_TOKEN  the admin token plimsoll-run admin sends (--token-env names another)
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // the first signal starts a clean stop; a second one ends the process at once
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, isTTY: isTerminal(os.Stdout)}
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, isTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr)}
 	code := cli(ctx, os.Args[1:], e)
 	stop()
 	os.Exit(code)
@@ -68,6 +83,9 @@ func cli(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage)
 		return exitConfig
+	}
+	if asksForHelp(args[1:]) {
+		e.stderr = e.stdout // help asked for is the answer, not an error
 	}
 	switch args[0] {
 	case "run":
@@ -82,6 +100,8 @@ func cli(ctx context.Context, args []string, e env) int {
 		return cmdAdmin(ctx, args[1:], e)
 	case "mcp":
 		return cmdMCP(ctx, args[1:], e)
+	case "example-api":
+		return cmdExampleAPI(ctx, args[1:], e)
 	case "profiles":
 		if len(args) > 1 && args[1] == "check" {
 			return cmdProfilesCheck(args[2:], e)
@@ -94,6 +114,19 @@ func cli(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stderr, "plimsoll-run: unknown command %q\n\n%s", args[0], usage)
 	return exitConfig
+}
+
+// asksForHelp reports whether a command's arguments ask for its help before any "--".
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // newFlags makes a flag set whose errors and help go to stderr, with a usage line on top.
@@ -127,6 +160,14 @@ func profilesDir(flagValue string, e env) string {
 		return d
 	}
 	return "profiles"
+}
+
+// envOr is the environment variable name's value, or def when it is unset or empty.
+func envOr(e env, name, def string) string {
+	if v := e.getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func isTerminal(f *os.File) bool {

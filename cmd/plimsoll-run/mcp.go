@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 
@@ -86,10 +85,8 @@ func cmdMCP(ctx context.Context, args []string, e env) int {
 	backend := &mcpserver.Local{Runtime: rt, Served: list, Audit: audit.write}
 	srv := mcpserver.New(mcpserver.Options{Backend: backend, Logger: log})
 
-	var t mcp.Transport = &mcp.StdioTransport{}
-	if e.stdin != io.Reader(os.Stdin) || e.stdout != io.Writer(os.Stdout) {
-		t = &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}}
-	}
+	gate := newAnswerGate(ctx)
+	t := &mcp.IOTransport{Reader: gate.reader(e.stdin), Writer: gate.writer(e.stdout)}
 	tools := make([]string, len(list))
 	for i, p := range list {
 		tools[i] = mcpserver.ToolName(p.Name)
@@ -103,10 +100,6 @@ func cmdMCP(ctx context.Context, args []string, e env) int {
 	}
 	return exitOK
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // lockedWriter serialises whole writes from the logger and the audit sink.
 type lockedWriter struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/plimsoll/plimsoll/profiles"
@@ -14,6 +15,7 @@ func cmdProfilesCheck(args []string, e env) int {
 		return code
 	}
 	dir := profilesDir(*dirFlag, e)
+	fmt.Fprintf(e.stdout, "profiles in %s:\n", absPath(dir))
 	good, err := profiles.LoadDir(dir)
 	for _, p := range good {
 		fmt.Fprintf(e.stdout, "ok    %s (%s): %s\n", p.Name, p.File, summary(p))
@@ -25,10 +27,18 @@ func cmdProfilesCheck(args []string, e env) int {
 		return exitConfig
 	}
 	if len(good) == 0 {
-		fmt.Fprintf(e.stderr, "plimsoll-run: no profiles (.yaml, .yml, .toml, .json) in %s\n", dir)
+		fmt.Fprintf(e.stderr, "plimsoll-run: no profiles (.yaml, .yml, .toml, .json) in %s\n", absPath(dir))
 		return exitConfig
 	}
 	return exitOK
+}
+
+// absPath names dir as the user can find it, whatever the working directory was.
+func absPath(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 func summary(p *profiles.Profile) string {

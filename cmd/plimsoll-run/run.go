@@ -81,8 +81,7 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 		return refuse(err)
 	}
 	defer rt.Close(context.Background())
-	res := rt.Run(ctx, tool, profile, input)
-	return report(res, f, e)
+	return report(runShowing(ctx, rt, tool, profile, input, e), f, e)
 }
 
 // report writes the output, log, trace and audit line, and picks the exit code.
@@ -91,14 +90,15 @@ func report(res host.Result, f runFlags, e env) int {
 	if len(res.Output) > 0 && res.Output[len(res.Output)-1] != '\n' {
 		fmt.Fprintln(e.stdout)
 	}
-	e.stderr.Write(res.Log)
-	if len(res.Log) > 0 && res.Log[len(res.Log)-1] != '\n' {
+	log := logWithoutReason(res.Log, res.Err)
+	e.stderr.Write(log)
+	if len(log) > 0 && log[len(log)-1] != '\n' {
 		// The guest's last line is cut here, so nothing it wrote can run into the lines below.
 		fmt.Fprintln(e.stderr)
 	}
 	code := exitOK
 	if res.Err != nil {
-		fmt.Fprintf(e.stderr, "plimsoll-run: %v\n", res.Err)
+		fmt.Fprintf(e.stderr, "plimsoll-run: %s\n", runError(res.Err, f.timeout))
 		code = exitTool
 		if errors.Is(res.Err, profiles.ErrNoSecret) {
 			code = exitConfig
@@ -224,7 +224,7 @@ func readInput(v string) ([]byte, error) {
 		data = b
 	}
 	if !json.Valid(data) {
-		return nil, fmt.Errorf("--input is not valid JSON")
+		return nil, fmt.Errorf("--input is not valid JSON: %w", jsonPosition(data))
 	}
 	return data, nil
 }

@@ -15,8 +15,8 @@ const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127
 func cmdServe(ctx context.Context, args []string, e env) int {
 	var c server.Config
 	fs := newFlags("serve", serveSynopsis, e)
-	fs.StringVar(&c.Listen, "listen", server.DefaultListen, "API `ADDR`; non-loopback needs --clients")
-	fs.StringVar(&c.Admin, "admin", server.DefaultAdmin, "admin plane `ADDR` (loopback only, unless --admin-token-env), or off")
+	fs.StringVar(&c.Listen, "listen", envOr(e, "PLIMSOLL_LISTEN", server.DefaultListen), "API `ADDR` (default $PLIMSOLL_LISTEN, else 127.0.0.1:7070); non-loopback needs --clients")
+	fs.StringVar(&c.Admin, "admin", envOr(e, "PLIMSOLL_ADMIN", server.DefaultAdmin), "admin plane `ADDR` (default $PLIMSOLL_ADMIN, else 127.0.0.1:7071; loopback only, unless --admin-token-env), or off")
 	fs.StringVar(&c.AdminTokenEnv, "admin-token-env", "", "require the bearer token in environment variable `NAME` on every /admin request")
 	dir := fs.String("profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&c.ClientsFile, "clients", "", "clients and tokens `FILE` (.yaml, .toml, .json); without it the daemon is open, on loopback only")

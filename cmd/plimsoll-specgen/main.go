@@ -3,7 +3,8 @@
 // one-line health file and a grant profile.
 //
 //	plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR] [-lang js]
-//	                 [-name NAME] [-allow-file-refs] SPEC
+//	                 [-name NAME] [-methods GET,HEAD] [-tags T,...] [-exclude T,...]
+//	                 [-allow-file-refs] SPEC
 //
 // Exit status: 0 done; 1 an I/O error; 2 a usage error, a document that cannot be used, or a
 // misused x-plimsoll-health-check.
@@ -22,7 +23,8 @@ import (
 )
 
 const usageText = `usage: plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR]
-                        [-lang js] [-name NAME] [-allow-file-refs] SPEC
+                        [-lang js] [-name NAME] [-methods GET,HEAD] [-tags T,...]
+                        [-exclude T,...] [-allow-file-refs] SPEC
 
 Reads one OpenAPI 3.0 or 3.1 document (YAML or JSON) and writes, from it alone:
   routes       the profile's route list: one "METHOD /path" line per operation, {param} as *
@@ -37,8 +39,15 @@ Reads one OpenAPI 3.0 or 3.1 document (YAML or JSON) and writes, from it alone:
                NAME.health (when tagged) and NAME.yaml, which names the preamble and the
                description (the MCP tool's text for this API) (default)
 
+-methods, -tags and -exclude keep only some operations, for every kind: -methods GET,HEAD is a
+read-only grant; -tags keeps operations with one of the tags, then -exclude drops those with any
+of its tags. A method or tag the document does not have is refused by name.
+
 One kind goes to stdout, or with -o DIR into DIR/NAME.<kind>; -emit all writes into -o DIR
-(default: the current directory). NAME comes from info.title unless -name is given.
+(default: the current directory). NAME is the profile's name: letters, digits, '-' and '_',
+starting with a letter or digit, at most 64 characters. Unless -name gives it, it is
+info.x-plimsoll-name, else the API's domain (https://api.github.com gives github), else words of
+info.title.
 
 Exit status: 0 done; 1 I/O error; 2 usage error, unusable document or misused health tag.
 
@@ -60,8 +69,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	emit := fs.String("emit", "all", "what to write: "+strings.Join(kinds, ", "))
 	outDir := fs.String("o", "", "directory to write into (default: stdout for one kind, . for all)")
 	lang := fs.String("lang", "js", "preamble language; only js")
-	name := fs.String("name", "", "base name of the written files and of NAME_TOKEN (default: from info.title)")
+	name := fs.String("name", "", "the profile's `NAME`: base name of the written files and of NAME_TOKEN (default: from the document; see above)")
 	fileRefs := fs.Bool("allow-file-refs", false, "let $ref read other local files (never URLs)")
+	methods := fs.String("methods", "", "keep only operations of these comma-separated `METHODS`, e.g. GET,HEAD")
+	tags := fs.String("tags", "", "keep only operations with one of these comma-separated `TAGS`")
+	exclude := fs.String("exclude", "", "drop operations with any of these comma-separated `TAGS`")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
 		fs.PrintDefaults()
@@ -85,13 +97,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	err := generate(stdout, stderr, options{
 		emit: *emit, outDir: *outDir, lang: *lang, name: *name, fileRefs: *fileRefs, args: positional,
+		filter: apigen.Filter{Methods: commaList(*methods), Tags: commaList(*tags), Exclude: commaList(*exclude)},
 	})
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintln(stderr, message(err))
 	var ue usageError
+	var fe *apigen.FilterError
 	switch {
+	case errors.As(err, &fe):
+		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "run plimsoll-specgen -h for usage")
 		return 2
@@ -113,6 +129,18 @@ type options struct {
 	emit, outDir, lang, name string
 	fileRefs                 bool
 	args                     []string
+	filter                   apigen.Filter
+}
+
+// commaList splits a flag's comma-separated values, leaving out empty ones.
+func commaList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func generate(stdout, stderr io.Writer, o options) error {
@@ -131,6 +159,9 @@ func generate(stdout, stderr io.Writer, o options) error {
 
 	spec, err := apigen.Loader{AllowFileRefs: o.fileRefs}.Load(o.args[0])
 	if err != nil {
+		return err
+	}
+	if err := spec.Filter(o.filter); err != nil {
 		return err
 	}
 	for _, w := range spec.Warnings() {
