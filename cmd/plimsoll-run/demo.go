@@ -23,11 +23,12 @@ type demoFlags struct {
 	runs       int // demo --runs N: the API limit learning a knee (demoruns.go)
 	seconds    int
 	timeline   string
+	trace      string
 }
 
 func cmdDemo(ctx context.Context, args []string, e env) int {
 	var f demoFlags
-	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html]\n       plimsoll-run demo --runs N [--seconds S]", e)
+	fs := newFlags("demo", "plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health] [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html] [--trace FILE]\n       plimsoll-run demo --runs N [--seconds S]", e)
 	fs.IntVar(&f.status, "status", 503, "what the overloaded API answers: 503 or 429")
 	fs.StringVar(&f.retryAfter, "retry-after", "5", "the overloaded API's Retry-After in `SECONDS`, or none")
 	fs.BoolVar(&f.noHealth, "no-health", false, "leave health_check out of the demo profile")
@@ -36,6 +37,7 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&f.runs, "runs", 0, "run `N` tools at once against an API with a knee of 16, behind an adaptive limit")
 	fs.IntVar(&f.seconds, "seconds", 6, "how long each of the --runs tools calls, in `S` seconds")
 	fs.StringVar(&f.timeline, "timeline", "", "also draw the run's chart to `FILE` (.svg or .html)")
+	fs.StringVar(&f.trace, "trace", "", "write the run's call trace as JSON lines to `FILE`")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -97,8 +99,8 @@ func (f demoFlags) check() error {
 	if f.seconds < 1 || f.seconds > 300 {
 		return fmt.Errorf("--seconds %d: want 1 to 300", f.seconds)
 	}
-	if f.timeline != "" && f.runs > 0 {
-		return fmt.Errorf("--timeline draws one run: the chart or --tool, not --runs")
+	if (f.timeline != "" || f.trace != "") && f.runs > 0 {
+		return fmt.Errorf("--timeline and --trace record one run: the chart or --tool, not --runs")
 	}
 	if f.timeline != "" {
 		_, err := timelineWriter(f.timeline)
@@ -133,6 +135,12 @@ func demoChart(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f dem
 			return exitTool
 		}
 	}
+	if f.trace != "" {
+		if err := writeTraceFile(f.trace, res.Trace); err != nil {
+			fmt.Fprintf(e.stderr, "plimsoll-run demo: trace: %v\n", err)
+			return exitTool
+		}
+	}
 	if res.Err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: the overload tool failed: %v\n%s", res.Err, res.Log)
 		return exitTool
@@ -152,7 +160,7 @@ func demoTool(ctx context.Context, rt *host.Runtime, p *profiles.Profile, f demo
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	return report(runShowing(ctx, rt, tool, p, input, e), runFlags{timeline: f.timeline}, e)
+	return report(runShowing(ctx, rt, tool, p, input, e), runFlags{timeline: f.timeline, trace: f.trace}, e)
 }
 
 const demoTokenEnv = "PLIMSOLL_DEMO_TOKEN"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,11 @@ import (
 // to is broker's TestSeedChartWithLatency (60 forwarded, 20 shed, 2 probes): on a real network the
 // 503 arrives a little after 0.5 s, so each probe goes one call later than in the zero-latency
 // worked example. Scheduling jitter may move a probe by one more slot, hence ±1.
+// TestDemoChartRealTime runs the demo in real time: 80 calls, one every 100 ms, against an API
+// overloaded from 0.5 s to 2.2 s. The breaker's rules hold whatever the machine's load; the seed's
+// exact counts (60 forwarded, 20 shed, ±1) are checked only when the calls kept their schedule,
+// since a busy machine that delays a call moves it across the window's edges (the exact chart is
+// proven in fake time by broker's chart test).
 func TestDemoChartRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8 s in real time")
@@ -25,24 +31,60 @@ func TestDemoChartRealTime(t *testing.T) {
 	var out, errb bytes.Buffer
 	e := env_("", &out, &errb, nil)
 
-	svg := filepath.Join(t.TempDir(), "demo.svg")
-	code := cli(context.Background(), []string{"demo", "--timeline", svg}, e)
+	dir := t.TempDir()
+	svg, traceFile := filepath.Join(dir, "demo.svg"), filepath.Join(dir, "trace.jsonl")
+	code := cli(context.Background(), []string{"demo", "--timeline", svg, "--trace", traceFile}, e)
 
 	require.Equal(t, 0, code, errb.String())
 	drawn, err := os.ReadFile(svg)
 	require.NoError(t, err)
 	assert.Len(t, classesOf(t, string(drawn), "call"), 80, "--timeline draws every call")
-	assert.Equal(t, []string{"probe-not-ready", "probe-ok"}, classesOf(t, string(drawn), "probe"))
+	trace := readTraceFile(t, traceFile)
+	require.Len(t, trace, 80, "--trace writes every call")
 	calls := chartRow(t, out.String())
 	require.Len(t, []rune(calls), 80)
 	count := func(m mark) int { return strings.Count(calls, m.glyph) }
+
+	// The rules, at any load: one overloaded reply opens the window, every call after it is shed
+	// until a probe answers 2xx, and every call after that is forwarded.
+	assert.Equal(t, 1, count(markOverloaded), "one overloaded reply opens the window: %s", calls)
+	assert.Equal(t, 1, count(markClosed), "one probe closes the breaker: %s", calls)
+	assert.Regexp(t, `^█+▲[·○]+●█+$`, calls)
+	assert.Contains(t, out.String(), "probes_ok=1 breaker_opens=1 status=ok")
+	assert.NotContains(t, out.String(), "\x1b[", "no colour when stdout is not a terminal")
+
+	if late := scheduleSlip(trace); late > 40 {
+		t.Logf("the machine delayed a call by %d ms: the seed's exact counts are not checked", late)
+		return
+	}
 	assert.InDelta(t, 60, count(markForwarded)+count(markOverloaded)+count(markClosed), 1, calls)
 	assert.InDelta(t, 20, count(markShed)+count(markNotReady), 1, calls)
-	assert.Equal(t, 1, count(markOverloaded), "one overloaded reply opens the window: %s", calls)
 	assert.Equal(t, 1, count(markNotReady), "the first probe finds the API not ready: %s", calls)
-	assert.Equal(t, 1, count(markClosed), "the second probe closes the breaker: %s", calls)
+	assert.Equal(t, []string{"probe-not-ready", "probe-ok"}, classesOf(t, string(drawn), "probe"))
 	assert.Contains(t, out.String(), "probes=2 probes_ok=1 breaker_opens=1 status=ok")
-	assert.NotContains(t, out.String(), "\x1b[", "no colour when stdout is not a terminal")
+}
+
+// scheduleSlip is how late, in ms, the most delayed call left against the tool's schedule (call n
+// at n×100 ms after the first).
+func scheduleSlip(trace []broker.TraceEntry) int64 {
+	var late int64
+	for i, c := range trace {
+		late = max(late, int64(c.TMs)-int64(trace[0].TMs)-int64(i)*100)
+	}
+	return late
+}
+
+func readTraceFile(t *testing.T, path string) []broker.TraceEntry {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var trace []broker.TraceEntry
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c broker.TraceEntry
+		require.NoError(t, json.Unmarshal([]byte(line), &c), line)
+		trace = append(trace, c)
+	}
+	return trace
 }
 
 func chartRow(t *testing.T, out string) string {

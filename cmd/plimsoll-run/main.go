@@ -40,7 +40,7 @@ Usage:
                    [--timeline FILE.svg|.html] TOOL
                    TOOL: .js, .wasm (a wasip1 tool or an Extism plugin), or - for JS on stdin
   plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health]
-                    [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html]
+                    [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html] [--trace FILE]
   plimsoll-run demo --runs N [--seconds S]       many runs against one API: the API limit
   plimsoll-run profiles check [--profiles DIR]
   plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm|.js] [--scenarios DIR] [--json]
