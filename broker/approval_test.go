@@ -271,6 +271,9 @@ func TestSummarizeBody(t *testing.T) {
 		{"refund\x1b[31m now\\u0000", `refund\u001b[31m now\\u0000`},
 		{"\xff\xfe", "(2 bytes, not text)"},
 		{"line1\nline2", `line1\u000aline2`},
+		// A key twice in one object: a parser may take either value, so it is shown as sent.
+		{` {"to":"evil","cents":1,"to":"acme"}`, `(JSON with the key "to" twice in one object, shown as sent) {"to":"evil","cents":1,"to":"acme"}`},
+		{`[{"a":1},{"a":2,"b":{"a":3}}]`, `[{"a":1},{"a":2,"b":{"a":3}}]`},
 	} {
 		assert.Equal(t, tc.want, broker.SummarizeBody([]byte(tc.body)), "%q", tc.body)
 	}

@@ -46,6 +46,11 @@ func SummarizeBody(body []byte) string {
 	case len(body) == 0:
 		return "(no body)"
 	case json.Valid(body):
+		if key, twice := repeatedKey(body); twice {
+			s = `(JSON with the key "` + escapeText(key, true) + `" twice in one object, shown as sent) ` +
+				escapeText(string(bytes.TrimSpace(body)), true)
+			break
+		}
 		s = canonicalJSON(body)
 	case utf8.Valid(body):
 		s = escapeText(string(body), true)
@@ -73,6 +78,53 @@ func canonicalJSON(body []byte) string {
 	}
 	// Inside JSON strings a '\' is already escaped, so only unprintable runes need it.
 	return escapeText(strings.TrimSuffix(buf.String(), "\n"), false)
+}
+
+// repeatedKey finds a key that stands twice in one object of a valid JSON body. Parsers differ
+// on which value they keep, and the canonical form keeps only the last: such a body is shown as
+// sent instead.
+func repeatedKey(body []byte) (string, bool) {
+	type level struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []*level
+	valueEnded := func() {
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false // the end of the body
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				valueEnded()
+				continue
+			}
+			key, _ := tok.(string)
+			if stack[n-1].keys[key] {
+				return key, true
+			}
+			stack[n-1].keys[key], stack[n-1].wantKey = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &level{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &level{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueEnded()
+		default:
+			valueEnded()
+		}
+	}
 }
 
 // escapeText writes unprintable runes (and, for text, '\') as \u escapes; invalid UTF-8 bytes

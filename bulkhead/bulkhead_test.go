@@ -2,6 +2,7 @@ package bulkhead_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -189,15 +190,17 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 }
 
 func TestParseTier(t *testing.T) {
-	for in, want := range map[string]bulkhead.Tier{"": bulkhead.Normal, "Critical": bulkhead.Critical,
-		" sheddable ": bulkhead.Sheddable, "best_effort": bulkhead.Sheddable, "normal": bulkhead.Normal} {
+	for in, want := range map[string]bulkhead.Tier{"": bulkhead.Normal, "critical": bulkhead.Critical,
+		"sheddable": bulkhead.Sheddable, "normal": bulkhead.Normal} {
 		got, err := bulkhead.ParseTier(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	_, err := bulkhead.ParseTier("urgent")
-	require.ErrorIs(t, err, bulkhead.ErrTier)
-	require.ErrorContains(t, err, `"urgent" (one of critical, normal, sheddable)`)
+	for _, in := range []string{"urgent", "Critical", " sheddable ", "best_effort"} {
+		_, err := bulkhead.ParseTier(in)
+		require.ErrorIs(t, err, bulkhead.ErrTier)
+		require.ErrorContains(t, err, strconv.Quote(in)+" is not critical, normal or sheddable")
+	}
 }
 
 // An overloaded reply cuts an adaptive limit; fast replies at the limit raise it; a fixed limit
@@ -226,5 +229,14 @@ func TestLimitersLearn(t *testing.T) {
 			b.Release(tk, now, 10*time.Millisecond, true)
 		}
 		require.Less(t, b.Snapshot().Limit, grown, "%s: overloaded replies cut the limit", alg)
+	}
+}
+
+// An adaptive limit without an initial value starts at min and learns upward from there.
+func TestAdaptiveStartsAtMin(t *testing.T) {
+	for _, alg := range []bulkhead.Algorithm{bulkhead.Gradient2, bulkhead.AIMD} {
+		b, err := bulkhead.New(bulkhead.Config{Algorithm: alg, Min: 2, Max: 64})
+		require.NoError(t, err)
+		require.Equal(t, 2, b.Snapshot().Limit, alg)
 	}
 }

@@ -2,7 +2,6 @@ package bulkhead
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -35,22 +34,23 @@ func (t Tier) String() string {
 // ErrTier is matched (errors.Is) by ParseTier's errors.
 var ErrTier = fmt.Errorf("unknown criticality")
 
-// ParseTier reads a criticality name; "" is Normal. Case and surrounding space are ignored, and
-// "best_effort" is another name for sheddable.
+// ParseTier reads a criticality name: critical, normal or sheddable, exactly as written; "" is
+// Normal. It takes the same words as the daemon's run queue (server/admission), so a value is
+// taken or refused alike wherever it arrives.
 func ParseTier(s string) (Tier, error) {
-	switch v := strings.ToLower(strings.TrimSpace(s)); v {
-	case "", "normal", "default":
+	switch s {
+	case "", "normal":
 		return Normal, nil
 	case "critical":
 		return Critical, nil
-	case "sheddable", "best_effort", "best-effort", "low":
+	case "sheddable":
 		return Sheddable, nil
 	}
 	q := s
 	if len(q) > 40 {
 		q = q[:40] + "…"
 	}
-	return Normal, fmt.Errorf("%w %q (one of critical, normal, sheddable)", ErrTier, q)
+	return Normal, fmt.Errorf("%w: %q is not critical, normal or sheddable", ErrTier, q)
 }
 
 // sojourn scales the queue timeout by tier: sheddable calls give up sooner, critical ones later.

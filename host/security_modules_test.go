@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -182,6 +183,22 @@ func TestGrowableTablesAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, again.growable)
 	assert.Equal(t, bin, boundTables(bin, moduleShape{}), "nothing to bound: the same bytes")
+}
+
+// Counts summed over a module's entries cannot wrap around past their limit: a second table
+// declaring a maximum near 2^64 is over module.table_elements, not a small total.
+func TestModuleSumsDoNotWrap(t *testing.T) {
+	huge := wasmbin.AppendULEB(nil, math.MaxUint64-5)
+	bin := wasmModule(typeVoid, section(4, vec(2, []byte{0x70, 1, 0, 10}, append([]byte{0x70, 1, 0}, huge...))))
+	_, err := checkModule(bin, DefaultModuleLimits())
+	var me *ModuleError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "module.table_elements", me.Limit)
+
+	fn := wasmModule(typeVoid, section(2, vec(1, []byte{3, 'e', 'n', 'v', 1, 'f', 0, 0})), section(3, wasmbin.AppendULEB(nil, math.MaxUint64)))
+	_, err = checkModule(fn, DefaultModuleLimits())
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "module.functions", me.Limit)
 }
 
 // A module the reader cannot read is reported by wazero, which says precisely what is wrong.

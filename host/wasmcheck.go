@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/plimsoll/plimsoll/internal/wasmbin"
 	"github.com/plimsoll/plimsoll/profiles"
@@ -130,7 +131,7 @@ func checkModule(bin []byte, lim ModuleLimits) (moduleShape, error) {
 		case wasmbin.SectionFunction:
 			var n uint64
 			n, err = s.Count()
-			funcs += n
+			funcs = addCounts(funcs, n)
 		case wasmbin.SectionTable:
 			err = checkTables(s, lim, &shape)
 		case wasmbin.SectionMemory:
@@ -172,6 +173,15 @@ func unreadable(err error) error {
 	return malformed("%v", err)
 }
 
+// addCounts adds two of a module's counts, stopping at the largest uint64: the module declares
+// them, and a sum that wrapped around would pass a limit it is far over.
+func addCounts(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
 func limited(n uint64, limit, what string, max uint64) error {
 	if n > max {
 		return overLimit(limit, what, n, max)
@@ -202,7 +212,7 @@ func checkImports(s wasmbin.Section, lim ModuleLimits, funcs *uint64) error {
 		return err
 	}
 	counts, err := s.ImportCounts()
-	*funcs += counts[wasmbin.KindFunc]
+	*funcs = addCounts(*funcs, counts[wasmbin.KindFunc])
 	return err
 }
 
@@ -220,7 +230,7 @@ func checkTables(s wasmbin.Section, lim ModuleLimits, shape *moduleShape) error 
 		} else {
 			shape.growable++
 		}
-		shape.tableElements += size
+		shape.tableElements = addCounts(shape.tableElements, size)
 		return limited(shape.tableElements, "module.table_elements", "table elements", lim.TableElements)
 	})
 }
@@ -231,7 +241,7 @@ func checkCode(s wasmbin.Section, lim ModuleLimits, total *uint64) error {
 		if locals > lim.LocalsPerFunc {
 			return overLimit("module.locals_per_function", fmt.Sprintf("function body %d declares locals", i), locals, lim.LocalsPerFunc)
 		}
-		*total += locals
+		*total = addCounts(*total, locals)
 		return limited(*total, "module.locals", "locals in all functions", lim.Locals)
 	})
 }

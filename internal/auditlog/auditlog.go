@@ -18,13 +18,16 @@ import (
 
 // File appends lines and returns once they are durable.
 type File struct {
-	mu      sync.Mutex
-	path    string   // "" for a stream
-	f       *os.File // nil for a stream
-	w       io.Writer
+	mu      sync.Mutex // guards pending, waiters and syncing: never held during I/O
 	pending [][]byte
 	waiters []chan error
 	syncing bool
+
+	io       sync.Mutex // held while a batch is written and synced, or the file swapped or closed
+	path     string     // "" for a stream
+	f        *os.File   // nil for a stream
+	w        io.Writer
+	syncFile func(*os.File) error // (*os.File).Sync; a test may watch it
 }
 
 // Open opens path for appending (creating it, mode 0600).
@@ -33,7 +36,7 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{path: path, f: f, w: f}, nil
+	return &File{path: path, f: f, w: f, syncFile: (*os.File).Sync}, nil
 }
 
 // Stream is a File writing to w, unsynced.
@@ -65,8 +68,10 @@ func (s *File) flushLoop() {
 			s.mu.Unlock()
 			return
 		}
+		s.mu.Unlock() // appends that arrive during the write and sync join the next batch
+		s.io.Lock()   // a Rewrite or Close never splits a batch
 		err := s.writeBatch(lines)
-		s.mu.Unlock() // written under the lock so a Rewrite never splits a batch
+		s.io.Unlock()
 		for _, w := range waiters {
 			w <- err
 		}
@@ -83,7 +88,7 @@ func (s *File) writeBatch(lines [][]byte) error {
 	if s.f == nil {
 		return nil
 	}
-	return s.f.Sync()
+	return s.syncFile(s.f)
 }
 
 // Rewrite replaces the file's contents with b, durably: a synced temporary file renamed over it.
@@ -96,8 +101,8 @@ func (s *File) Rewrite(b []byte) error {
 	if err := WriteSynced(tmp, b); err != nil {
 		return err
 	}
-	s.mu.Lock() // no batch is written while the file is swapped
-	defer s.mu.Unlock()
+	s.io.Lock() // no batch is written while the file is swapped
+	defer s.io.Unlock()
 	if err := os.Rename(tmp, s.path); err != nil {
 		return err
 	}
@@ -112,8 +117,8 @@ func (s *File) Rewrite(b []byte) error {
 
 // Close syncs and closes the file; a stream is left open.
 func (s *File) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.io.Lock()
+	defer s.io.Unlock()
 	if s.f == nil {
 		return nil
 	}

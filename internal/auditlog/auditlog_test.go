@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 func TestAppendWritesWholeLinesFromManyWriters(t *testing.T) {
@@ -95,4 +97,43 @@ func TestStream(t *testing.T) {
 	if s.Close() != nil || s.Append([]byte("y\n")) != nil {
 		t.Error("a stream stays open: its writer is the caller's")
 	}
+}
+
+// Group commit: the appends that arrive while a sync runs are written and synced together by the
+// next one, and none returns before the sync that covers its line.
+func TestAppendsDuringASyncShareTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		release := make(chan struct{})
+		var synced []int // lines in the file at each sync; only the writing goroutine appends
+		f.syncFile = func(file *os.File) error {
+			b, _ := os.ReadFile(path)
+			synced = append(synced, bytes.Count(b, []byte("\n")))
+			if len(synced) == 1 {
+				<-release
+			}
+			return file.Sync()
+		}
+		var returned atomic.Int32
+		var wg sync.WaitGroup
+		wg.Go(func() { f.Append([]byte("first\n")); returned.Add(1) })
+		synctest.Wait() // the first line's sync runs
+		for i := range 10 {
+			wg.Go(func() { f.Append(fmt.Appendf(nil, "{\"n\":%d}\n", i)); returned.Add(1) })
+		}
+		synctest.Wait() // the ten wait for the sync after it
+		if n := returned.Load(); n != 0 {
+			t.Fatalf("%d appends returned before their sync", n)
+		}
+		close(release)
+		wg.Wait()
+		if fmt.Sprint(synced) != "[1 11]" {
+			t.Errorf("lines in the file at each sync: %v, want [1 11] (two syncs, the second for all ten)", synced)
+		}
+	})
 }

@@ -174,13 +174,16 @@ type DataSegment struct {
 	Init   []byte // a slice of the module
 }
 
+// minSegmentBytes is the smallest active segment: mode, i32.const, offset, end, init length.
+const minSegmentBytes = 5
+
 // ActiveData reads a data section made only of active segments in memory 0 at i32.const offsets,
 // in order. ok is false for any other data section.
 func (s Section) ActiveData() (segments []DataSegment, ok bool) {
 	r := s.Reader()
 	count := r.ULEB()
-	if r.err != nil || count > uint64(len(s.Body)) {
-		return nil, false
+	if r.err != nil || count > uint64(len(s.Body))/minSegmentBytes {
+		return nil, false // more segments than the body can hold: nothing is made for them
 	}
 	segments = make([]DataSegment, 0, count)
 	for range count {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -253,5 +254,27 @@ func TestCoalesceData(t *testing.T) {
 		if got := m.CoalesceData(); !bytes.Equal(got, bin) {
 			t.Errorf("% x was rewritten to % x", bin, got)
 		}
+	}
+}
+
+// A data section whose count cannot fit its body (a segment takes at least 5 bytes) is refused
+// before anything is made for it: the count is the module's word, not a size to allocate.
+func TestActiveDataCountMustFitTheBody(t *testing.T) {
+	body := AppendULEB(nil, 1<<16)
+	body = append(body, make([]byte, 1<<16)...)
+	bin := module(append(append([]byte{SectionData}, AppendULEB(nil, uint64(len(body)))...), body...))
+	m, err := Read(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, ok := m.Sections[0].ActiveData()
+	runtime.ReadMemStats(&after)
+	if ok {
+		t.Fatal("read as active data")
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+		t.Errorf("%d bytes allocated for a section of %d bytes", n, len(body))
 	}
 }
