@@ -3,10 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -126,17 +123,11 @@ const forcedNote = "an operator action, not configuration: it survives profile r
 
 func (s *Server) handleForceOpen(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		refuse(w, http.StatusUnsupportedMediaType, "Content-Type", `the body must be application/json: {"reason": "..."}`)
-		return
-	}
 	var body struct {
 		Reason *string `json:"reason"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		refuse(w, http.StatusBadRequest, "body", `the body must be {"reason": "..."}: `+err.Error())
+	if err := decodeAdminBody(r, &body, `{"reason": "..."}`); err != nil {
+		refuseErr(w, err)
 		return
 	}
 	if body.Reason == nil {

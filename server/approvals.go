@@ -3,10 +3,7 @@ package server
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -68,15 +65,18 @@ func (d *approvalDesk) wait(ctx context.Context, q broker.ApprovalRequest, clien
 	d.mu.Lock()
 	d.pending[q.ID] = p
 	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.pending, q.ID)
-		d.mu.Unlock()
-	}()
 	select {
 	case ans := <-p.answer:
 		return ans
 	case <-ctx.Done():
+	}
+	d.mu.Lock()
+	delete(d.pending, q.ID)
+	d.mu.Unlock()
+	select {
+	case ans := <-p.answer: // taken by the desk as the wait ended: the operator was told so
+		return ans
+	default:
 		return broker.ApprovalAnswer{Decision: broker.ApprovalTimeout, Channel: profiles.ChannelAdmin}
 	}
 }
@@ -185,13 +185,8 @@ func (s *Server) handleApprovalAnswer(decision string) http.HandlerFunc {
 
 func decodeDecision(r *http.Request) (ApprovalDecision, *RequestError) {
 	var body ApprovalDecision
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return body, &RequestError{Status: http.StatusUnsupportedMediaType, Field: "Content-Type", Reason: `the body must be application/json: {"hash": "...", "by": "...", "reason": "..."}`}
-	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return body, &RequestError{Status: http.StatusBadRequest, Field: "body", Reason: `the body must be {"hash": "...", "by": "...", "reason": "..."}: ` + err.Error()}
+	if err := decodeAdminBody(r, &body, `{"hash": "...", "by": "...", "reason": "..."}`); err != nil {
+		return body, err
 	}
 	for field, v := range map[string]string{"by": body.By, "reason": body.Reason} {
 		switch {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
 	"strings"
 	"time"
 
@@ -28,6 +30,36 @@ func (e *RequestError) Error() string {
 		return e.Reason
 	}
 	return e.Field + ": " + e.Reason
+}
+
+// maxAdminBody caps an admin plane request's body: a few short fields.
+const maxAdminBody = 4 << 10
+
+// decodeAdminBody decodes an admin plane request's body into v strictly: application/json, at
+// most maxAdminBody bytes, one object with no unknown field and nothing after it. shape is the
+// body as a refusal shows it.
+func decodeAdminBody(r *http.Request, v any, shape string) *RequestError {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &RequestError{Status: http.StatusUnsupportedMediaType, Field: "Content-Type", Reason: "the body must be application/json: " + shape}
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	if err == nil && len(raw) > maxAdminBody {
+		return &RequestError{Status: http.StatusRequestEntityTooLarge, Field: "body", Reason: fmt.Sprintf("is over %d bytes", maxAdminBody)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err == nil {
+		err = dec.Decode(v)
+	}
+	if err == nil {
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("more follows the object")
+		}
+	}
+	if err != nil {
+		return &RequestError{Status: http.StatusBadRequest, Field: "body", Reason: "the body must be " + shape + ": " + err.Error()}
+	}
+	return nil
 }
 
 // runRequest is a decoded POST /v1/runs body.

@@ -2,8 +2,7 @@ package server
 
 import (
 	"encoding/json"
-	"io"
-	"mime"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,18 +41,12 @@ type ForceRouteAnswer struct {
 
 func (s *Server) handleForceRoute(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		refuse(w, http.StatusUnsupportedMediaType, "Content-Type", `the body must be application/json: {"route": "GET /pets/*", "reason": "..."}`)
-		return
-	}
 	var body struct {
 		Route  string  `json:"route"`
 		Reason *string `json:"reason"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		refuse(w, http.StatusBadRequest, "body", `the body must be {"route": "...", "reason": "..."}: `+err.Error())
+	if err := decodeAdminBody(r, &body, `{"route": "GET /pets/*", "reason": "..."}`); err != nil {
+		refuseErr(w, err)
 		return
 	}
 	p, ok := s.store.Get(name)
@@ -66,7 +59,7 @@ func (s *Server) handleForceRoute(w http.ResponseWriter, r *http.Request) {
 		granted = append(granted, rt.String())
 	}
 	if !slices.Contains(granted, body.Route) {
-		refuse(w, http.StatusBadRequest, "route", quoteRoute(body.Route)+" is not one of the profile's routes: "+strings.Join(granted, ", "))
+		refuse(w, http.StatusBadRequest, "route", quoteRoute(body.Route)+" is not one of the profile's routes: "+someOf(granted, 10))
 		return
 	}
 	key := routeKey(name, body.Route)
@@ -94,4 +87,13 @@ func quoteRoute(s string) string {
 	}
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// someOf lists the first n of list, and how many more there are: a refusal stays readable for a
+// profile that grants hundreds of routes.
+func someOf(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s, … and %d more", strings.Join(list[:n], ", "), len(list)-n)
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"time"
 
@@ -72,7 +70,11 @@ func (q RetuneRequest) apply(c bulkhead.Config) (bulkhead.Config, *bulkhead.Conf
 		}
 	}
 	if (q.Min != nil || q.Max != nil) && c.Algorithm == bulkhead.Fixed {
-		return c, &bulkhead.ConfigError{Field: "min", Reason: "a fixed limit has no min or max: set limit instead"}
+		field := "min"
+		if q.Min == nil {
+			field = "max"
+		}
+		return c, &bulkhead.ConfigError{Field: field, Reason: "a fixed limit has no min or max: set limit instead"}
 	}
 	if q.Min != nil {
 		c.Min = *q.Min
@@ -98,15 +100,9 @@ func (q RetuneRequest) apply(c bulkhead.Config) (bulkhead.Config, *bulkhead.Conf
 
 func (s *Server) handleRetune(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("profile")
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		refuse(w, http.StatusUnsupportedMediaType, "Content-Type", `the body must be application/json: {"limit": ..., "min": ..., "max": ...}`)
-		return
-	}
 	var q RetuneRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
-		refuse(w, http.StatusBadRequest, "body", "the body must be an object of limit, min, max, max_queue and queue_timeout: "+err.Error())
+	if err := decodeAdminBody(r, &q, `{"limit": ..., "min": ..., "max": ..., "max_queue": ..., "queue_timeout": ...}`); err != nil {
+		refuseErr(w, err)
 		return
 	}
 	var bad *bulkhead.ConfigError

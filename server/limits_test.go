@@ -2,13 +2,16 @@ package server_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/server"
+	"github.com/plimsoll/plimsoll/server/admission"
 )
 
 // withLimitedProfile adds the profile "limited": one call in flight to the API, no queue.
@@ -93,6 +96,7 @@ func TestAPILimitOnTheDaemon(t *testing.T) {
 		field         string
 	}{
 		{"limited", `{"min": 1}`, 400, "min"},
+		{"limited", `{"max": 3}`, 400, "max"},
 		{"limited", `{"limit": "vegas"}`, 400, "limit"},
 		{"limited", `{"limit": 0}`, 400, "limit"},
 		{"limited", `{"queue_timeout": "soon"}`, 400, "queue_timeout"},
@@ -160,5 +164,46 @@ func TestForceOpenRoute(t *testing.T) {
 	_, b = d.do("POST", "/v1/runs", tokenA, run("petstore", tool))
 	if out := string(decode[answer](t, b).Output); out != `[200,200]` {
 		t.Fatalf("after clearing: %s", out)
+	}
+}
+
+// One vocabulary of criticality: what the daemon's queue reads (admission) and what the API
+// limit reads (bulkhead; plimsoll-run mcp on stdio parses _meta with it) accept and refuse alike,
+// so a value the daemon refuses is not taken on stdio, nor the other way round.
+func TestCriticalityVocabularyIsOne(t *testing.T) {
+	for _, in := range []string{"", "normal", "critical", "sheddable", "Critical", " sheddable ", "best_effort", "best-effort", "low", "default", "urgent"} {
+		_, errQueue := admission.ParseCriticality(in)
+		tier, errLimit := bulkhead.ParseTier(in)
+		if (errQueue == nil) != (errLimit == nil) {
+			t.Errorf("%q: the queue says %v, the API limit %v (%s)", in, errQueue, errLimit, tier)
+		}
+		if errLimit != nil && !strings.Contains(errLimit.Error(), errQueue.Error()) {
+			t.Errorf("%q: the API limit says %q, the queue %q", in, errLimit, errQueue)
+		}
+	}
+}
+
+// A force-open of a route the profile does not grant names the route and some of those it does,
+// not all of them: a generated profile grants hundreds.
+func TestForceOpenRouteRefusalStaysShort(t *testing.T) {
+	up := newUpstream(t)
+	d := start(t, up)
+	var routes strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&routes, "  - GET /r%d\n", i)
+	}
+	writeProfile(t, d.dir, "wide", up.URL, routes.String())
+	if resp, b := d.send(d.admin, "POST", "/admin/reload", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("reload: %s", b)
+	}
+	resp, b := d.send(d.admin, "POST", "/admin/profiles/wide/routes/force-open", "", `{"route": "GET /nope", "reason": "x"}`)
+	got := decode[map[string]any](t, b)
+	if resp.StatusCode != 400 || got["field"] != "route" {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	msg := got["error"].(string)
+	if !strings.HasPrefix(msg, `"GET /nope" is not one of the profile's routes: GET /*, GET /pets/*, GET /r0,`) ||
+		!strings.HasSuffix(msg, "and 32 more") || strings.Contains(msg, "GET /r39") {
+		t.Fatalf("refusal: %s", msg)
 	}
 }

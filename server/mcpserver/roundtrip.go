@@ -42,7 +42,7 @@ var (
 	ErrStateTampered = errors.New("requestState is not one this server signed")
 	ErrStateForeign  = errors.New("requestState belongs to another session")
 	ErrStateExpired  = errors.New("requestState has expired: the approval it answers timed out")
-	ErrStateReplayed = errors.New("requestState was already used, or its run has ended")
+	ErrStateReplayed = errors.New("requestState was already used, or the approval it answers no longer waits (timed out, or its run ended)")
 )
 
 // roundState is what a requestState carries.
@@ -99,6 +99,7 @@ type ask struct {
 type suspended struct {
 	id      string
 	session string
+	owner   *mcp.ServerSession // the session that started it: its end cancels the run
 	asks    chan ask
 	done    chan host.Result // buffered
 	cancel  context.CancelFunc
@@ -125,6 +126,17 @@ func (r *suspended) elicitor(by string) Elicitor {
 			ans.By = "mcp:" + by
 			return ans, true
 		case <-ctx.Done():
+		}
+		r.mu.Lock() // no retry is taken for this ask from now on
+		if r.waiting != nil && r.waiting.reply == a.reply {
+			r.waiting, r.nonce = nil, ""
+		}
+		r.mu.Unlock()
+		select {
+		case ans := <-a.reply: // a retry taken as the wait ended: its client was told so
+			ans.By = "mcp:" + by
+			return ans, true
+		default:
 			return timeout, true
 		}
 	}
@@ -132,13 +144,43 @@ func (r *suspended) elicitor(by string) Elicitor {
 
 // roundTrips holds the suspended runs of one MCP server.
 type roundTrips struct {
-	signer *stateSigner
-	mu     sync.Mutex
-	runs   map[string]*suspended
+	signer  *stateSigner
+	mu      sync.Mutex
+	runs    map[string]*suspended
+	watched map[*mcp.ServerSession]bool // sessions whose end is watched (watch)
 }
 
 func newRoundTrips() *roundTrips {
-	return &roundTrips{signer: newStateSigner(), runs: map[string]*suspended{}}
+	return &roundTrips{signer: newStateSigner(), runs: map[string]*suspended{}, watched: map[*mcp.ServerSession]bool{}}
+}
+
+// watch cancels a session's suspended runs once the session ends: nobody is left to answer their
+// questions, and a run the client left ends as one whose request was canceled does, instead of
+// holding the process (plimsoll-run mcp waits for its runs) until its approvals time out. One
+// goroutine a session, for the session's life.
+func (rt *roundTrips) watch(ss *mcp.ServerSession) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.watched[ss] {
+		return
+	}
+	rt.watched[ss] = true
+	go func() {
+		_ = ss.Wait()
+		rt.mu.Lock()
+		delete(rt.watched, ss)
+		var left []*suspended
+		for id, r := range rt.runs {
+			if r.owner == ss {
+				left = append(left, r)
+				delete(rt.runs, id) // no retry can come: its state is bound to the session
+			}
+		}
+		rt.mu.Unlock()
+		for _, r := range left {
+			r.cancel()
+		}
+	}()
 }
 
 // start runs call in the background, detached from the request (the run must outlive it), and
@@ -147,7 +189,7 @@ func (rt *roundTrips) start(ctx context.Context, ss *mcp.ServerSession, call Cal
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &suspended{id: hex.EncodeToString(id[:]), session: ss.ID(), asks: make(chan ask),
+	r := &suspended{id: hex.EncodeToString(id[:]), session: ss.ID(), owner: ss, asks: make(chan ask),
 		done: make(chan host.Result, 1), cancel: cancel}
 	call.Elicit = r.elicitor(by)
 	rt.mu.Lock()
@@ -159,6 +201,7 @@ func (rt *roundTrips) start(ctx context.Context, ss *mcp.ServerSession, call Cal
 	}
 	rt.runs[r.id] = r
 	rt.mu.Unlock()
+	rt.watch(ss)
 	go func() {
 		defer cancel()
 		res := run(runCtx, call)
@@ -236,8 +279,8 @@ func (rt *roundTrips) resume(session string, params *mcp.CallToolParamsRaw, now 
 		return nil, ErrStateReplayed
 	}
 	r.waiting, r.nonce = nil, ""
+	a.reply <- answerOf(params.InputResponses[st.Approval]) // under the lock: see elicitor
 	r.mu.Unlock()
-	a.reply <- answerOf(params.InputResponses[st.Approval])
 	return r, nil
 }
 

@@ -1,8 +1,10 @@
 package mcpserver
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,4 +78,34 @@ func FuzzRoundTripState(f *testing.F) {
 			t.Fatalf("%q: %v", token, errOurs)
 		}
 	})
+}
+
+// A retry the server took (resume returned nil) is the answer the run gets, also when the
+// approval's wait ends at that moment; a retry that came too late is refused.
+func TestRoundTripAnswerTakenIsTheAnswerGiven(t *testing.T) {
+	for i := range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			rt := newRoundTrips()
+			r := &suspended{id: "run1", session: "s1", asks: make(chan ask), done: make(chan host.Result, 1)}
+			rt.runs[r.id] = r
+			ctx, cancel := context.WithCancel(context.Background())
+			got := make(chan broker.ApprovalAnswer, 1)
+			go func() {
+				ans, _ := r.elicitor("agent")(ctx, broker.ApprovalRequest{ID: "ap1", Deadline: time.Now().Add(time.Hour)})
+				got <- ans
+			}()
+			state := rt.inputRequired(r, <-r.asks).RequestState
+			synctest.Wait() // the run waits for the retry
+			cancel()        // the wait ends (its timeout, the run's end) as the retry arrives
+			_, err := rt.resume("s1", &mcp.CallToolParamsRaw{RequestState: state,
+				InputResponses: mcp.InputResponseMap{"ap1": &mcp.ElicitResult{Action: "accept"}}}, time.Now())
+			ans := <-got
+			if err == nil && ans.Decision != broker.ApprovalGranted {
+				t.Fatalf("round %d: the retry was taken but the run got %q", i, ans.Decision)
+			}
+			if err != nil && ans.Decision != broker.ApprovalTimeout {
+				t.Fatalf("round %d: %v, and the run got %q", i, err, ans.Decision)
+			}
+		})
+	}
 }
