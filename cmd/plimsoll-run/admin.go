@@ -211,10 +211,18 @@ func (c adminCmd) tokenHint() string {
 	return fmt.Sprintf("plimsoll-run admin: the daemon refused the token in $%s (--token-env names the variable): is it the one its --admin-token-env names?", c.tokenEnv)
 }
 
-func (c adminCmd) printState(b []byte) int {
-	var st server.AdminState
-	if err := json.Unmarshal(b, &st); err != nil {
+// answerAs decodes the daemon's answer b; on failure it says so on stderr and ok is false.
+func answerAs[T any](c adminCmd, b []byte) (a T, ok bool) {
+	if err := json.Unmarshal(b, &a); err != nil {
 		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+		return a, false
+	}
+	return a, true
+}
+
+func (c adminCmd) printState(b []byte) int {
+	st, ok := answerAs[server.AdminState](c, b)
+	if !ok {
 		return exitTool
 	}
 	w := c.e.stdout
@@ -274,9 +282,8 @@ func clock(t time.Time) string {
 }
 
 func (c adminCmd) printForced(b []byte) int {
-	var a server.ForceOpenAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	a, ok := answerAs[server.ForceOpenAnswer](c, b)
+	if !ok {
 		return exitTool
 	}
 	w := c.e.stdout
@@ -294,9 +301,8 @@ func (c adminCmd) printForced(b []byte) int {
 }
 
 func (c adminCmd) printReload(b []byte) int {
-	var a server.ReloadAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	a, ok := answerAs[server.ReloadAnswer](c, b)
+	if !ok {
 		return exitTool
 	}
 	w := c.e.stdout

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
@@ -51,9 +50,8 @@ func (c adminCmd) pendingApproval(ctx context.Context, id string) (*server.Pendi
 	quiet := c
 	quiet.json = false
 	code := quiet.do(ctx, "GET", "/admin/approvals", nil, func(b []byte) int {
-		var a server.ApprovalsAnswer
-		if err := json.Unmarshal(b, &a); err != nil {
-			fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+		a, ok := answerAs[server.ApprovalsAnswer](c, b)
+		if !ok {
 			return exitTool
 		}
 		for i := range a.Approvals {
@@ -71,9 +69,8 @@ func (c adminCmd) pendingApproval(ctx context.Context, id string) (*server.Pendi
 }
 
 func (c adminCmd) printApprovals(b []byte) int {
-	var a server.ApprovalsAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	a, ok := answerAs[server.ApprovalsAnswer](c, b)
+	if !ok {
 		return exitTool
 	}
 	if len(a.Approvals) == 0 {
@@ -108,9 +105,8 @@ func (c adminCmd) printApproval(tw *tabwriter.Writer, q server.PendingApproval) 
 }
 
 func (c adminCmd) printDecided(b []byte) int {
-	var d server.ApprovalDecided
-	if err := json.Unmarshal(b, &d); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	d, ok := answerAs[server.ApprovalDecided](c, b)
+	if !ok {
 		return exitTool
 	}
 	verb := map[string]string{"granted": "approved: the call leaves now", "declined": "declined: the tool gets 403 approval_declined"}[d.Decision]

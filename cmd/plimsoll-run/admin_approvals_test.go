@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/plimsoll/plimsoll/broker"
-	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/server"
 )
 
@@ -26,23 +23,8 @@ func TestAdminApprovals(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "shop.yaml"), []byte("base_url: "+up.URL+"/v1\ncredential:\n  env: API_TOKEN\nroutes:\n  - POST /payments\n"+
 		"approvals:\n  routes: [POST /payments]\n  channels: [admin]\n"), 0o644)
-	addrs := make(chan [2]string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", ProfilesDir: dir,
-			CacheDir: testcache.Dir(), AuditOut: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-			Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-approvals"}[k] },
-			Ready:  func(a, b string) { addrs <- [2]string{a, b} }})
-	}()
-	var apiAddr, adminAddr string
-	select {
-	case a := <-addrs:
-		apiAddr, adminAddr = a[0], a[1]
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	}
-	t.Cleanup(func() { cancel(); <-done })
+	apiAddr, adminAddr := inProcessDaemon(t, server.Config{ProfilesDir: dir,
+		Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-approvals"}[k] }})
 	admin := func(args ...string) (int, string, string) {
 		return invoke(t, "", nil, append(append([]string{"admin"}, args...), "--admin", adminAddr)...)
 	}

@@ -21,27 +21,9 @@ func TestAdminCommand(t *testing.T) {
 	const adminToken = "admin-cli-token-0123456789"
 	api := newBlockingAPI(t)
 	dir := serveDir(t, api.URL)
-	addrs := make(chan [2]string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", ProfilesDir: filepath.Join(dir, "profiles"),
-			AdminTokenEnv: "ADM", CacheDir: testcache.Dir(), AuditOut: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-			Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-admin-test", "ADM": adminToken}[k] },
-			Ready:  func(a, b string) { addrs <- [2]string{a, b} }})
-	}()
-	var apiAddr, adminAddr string
-	select {
-	case a := <-addrs:
-		apiAddr, adminAddr = a[0], a[1]
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	}
-	t.Cleanup(func() {
-		close(api.release)
-		cancel()
-		<-done
-	})
+	apiAddr, adminAddr := inProcessDaemon(t, server.Config{ProfilesDir: filepath.Join(dir, "profiles"), AdminTokenEnv: "ADM",
+		Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-admin-test", "ADM": adminToken}[k] }})
+	t.Cleanup(api.open) // before the daemon stops: its drain waits for the held run
 	waitFor(t, func() bool {
 		resp, err := http.Get("http://" + adminAddr + "/readyz")
 		if err == nil {
@@ -119,7 +101,28 @@ func TestAdminCommand(t *testing.T) {
 	if code, out, _ := invoke(t, "", nil, "--help"); code != 0 || !strings.Contains(out, "plimsoll-run admin state|force-open") {
 		t.Errorf("help: %d %s", code, out)
 	}
-	close(api.release)
-	api.release = make(chan struct{}) // the cleanup closes it again
+	api.open()
 	wg.Wait()
+}
+
+// inProcessDaemon runs server.Run in the test with cfg on loopback listeners, the shared compile
+// cache and no audit or log output, and returns its API and admin addresses once it listens. It
+// stops at cleanup.
+func inProcessDaemon(t *testing.T, cfg server.Config) (apiAddr, adminAddr string) {
+	t.Helper()
+	cfg.Listen, cfg.Admin, cfg.CacheDir = "127.0.0.1:0", "127.0.0.1:0", testcache.Dir()
+	cfg.AuditOut, cfg.Logger = io.Discard, slog.New(slog.NewJSONHandler(io.Discard, nil))
+	addrs := make(chan [2]string, 1)
+	cfg.Ready = func(a, b string) { addrs <- [2]string{a, b} }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg) }()
+	select {
+	case a := <-addrs:
+		apiAddr, adminAddr = a[0], a[1]
+	case err := <-done:
+		t.Fatalf("daemon: %v", err)
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	return apiAddr, adminAddr
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net/url"
@@ -44,9 +43,8 @@ func retuneFlags(fs *flag.FlagSet) func() map[string]any {
 }
 
 func (c adminCmd) printLimits(b []byte) int {
-	var a server.LimitsAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	a, ok := answerAs[server.LimitsAnswer](c, b)
+	if !ok {
 		return exitTool
 	}
 	w := c.e.stdout
@@ -78,9 +76,8 @@ func (c adminCmd) forceRoute(ctx context.Context, sub, profile string) int {
 }
 
 func (c adminCmd) printForcedRoute(b []byte) int {
-	var a server.ForceRouteAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
-		fmt.Fprintf(c.e.stderr, "plimsoll-run admin: the daemon's answer does not decode: %v\n", err)
+	a, ok := answerAs[server.ForceRouteAnswer](c, b)
+	if !ok {
 		return exitTool
 	}
 	w := c.e.stdout

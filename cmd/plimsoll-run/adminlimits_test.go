@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/server"
 )
 
@@ -23,23 +19,8 @@ func TestAdminLimitsCommand(t *testing.T) {
 	defer api.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "api.yaml"), []byte("base_url: "+api.URL+"\ncredential:\n  env: API_TOKEN\nroutes:\n  - GET /*\nconcurrency:\n  limit: 4\n  max_queue: 8\n"), 0o644)
-	addrs := make(chan [2]string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, server.Config{Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", ProfilesDir: dir,
-			CacheDir: testcache.Dir(), AuditOut: io.Discard, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-			Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-limits-test"}[k] },
-			Ready:  func(a, b string) { addrs <- [2]string{a, b} }})
-	}()
-	var apiAddr, adminAddr string
-	select {
-	case a := <-addrs:
-		apiAddr, adminAddr = a[0], a[1]
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	}
-	t.Cleanup(func() { cancel(); <-done })
+	apiAddr, adminAddr := inProcessDaemon(t, server.Config{ProfilesDir: dir,
+		Getenv: func(k string) string { return map[string]string{"API_TOKEN": "sk-limits-test"}[k] }})
 	admin := func(args ...string) (int, string, string) {
 		return invoke(t, "", nil, append(append([]string{"admin"}, args...), "--admin", adminAddr)...)
 	}

