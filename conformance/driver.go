@@ -24,6 +24,9 @@ func (d Driver) abi() int { return max(d.ABI, 1) }
 //go:embed drivers/js/driver.js
 var jsDriverSource string
 
+//go:embed drivers/python/driver.py
+var pythonDriverSource string
+
 //go:generate go run ../guests/internal/wasmbuild conformance-go
 
 //go:embed drivers/go/driver.wasm.gz
@@ -43,6 +46,11 @@ func JSDriver() Driver {
 	return Driver{Name: "js", Tool: host.JSTool("conformance-driver.js", jsDriverSource), ABI: 2}
 }
 
+// PythonDriver is the driver for the generic Python client (preamble/python), a Python tool.
+func PythonDriver() Driver {
+	return Driver{Name: "python", Tool: host.PythonTool("conformance-driver.py", pythonDriverSource), ABI: 2}
+}
+
 // GoDriver is the driver for the Go guest preamble (preamble/go), a wasip1 reactor.
 func GoDriver() Driver {
 	return Driver{Name: "go", Tool: host.WasmTool("conformance-driver-go.wasm", goDriverWasm()), ABI: 2}
@@ -55,7 +63,7 @@ func ExtismGoDriver() Driver {
 }
 
 // Languages are the built-in drivers, in the order the runner uses them.
-var Languages = []string{"js", "go", "extism-go"}
+var Languages = []string{"js", "go", "extism-go", "python"}
 
 // BuiltinDriver returns the driver for a built-in preamble: js, go or extism-go.
 func BuiltinDriver(lang string) (Driver, error) {
@@ -66,8 +74,10 @@ func BuiltinDriver(lang string) (Driver, error) {
 		return GoDriver(), nil
 	case "extism-go":
 		return ExtismGoDriver(), nil
+	case "python":
+		return PythonDriver(), nil
 	}
-	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go, extism-go)", lang)
+	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go, extism-go, python)", lang)
 }
 
 // ErrDriverFile is matched by errors from DriverFile.
@@ -77,8 +87,8 @@ var ErrDriverFile = errors.New("cannot use the driver file")
 // generic JavaScript preamble. It reads at most host.MaxToolBytes.
 func DriverFile(path string) (Driver, error) {
 	ext := filepath.Ext(path)
-	if ext != ".wasm" && ext != ".js" {
-		return Driver{}, fmt.Errorf("%w %s: want a .wasm module or a .js tool", ErrDriverFile, path)
+	if ext != ".wasm" && ext != ".js" && ext != ".py" {
+		return Driver{}, fmt.Errorf("%w %s: want a .wasm module, a .js or a .py tool", ErrDriverFile, path)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -90,5 +100,9 @@ func DriverFile(path string) (Driver, error) {
 	if err != nil {
 		return Driver{}, fmt.Errorf("%w %s: %v", ErrDriverFile, path, err)
 	}
-	return Driver{Name: name, Tool: tool}, nil
+	d := Driver{Name: name, Tool: tool}
+	if tool.Kind() == host.KindPython {
+		d.ABI = 2 // the Python client always submits (ABI v2)
+	}
+	return d, nil
 }

@@ -96,9 +96,9 @@ func ExampleReadTool() {
 	}
 	fmt.Println(tool.Name, tool.Kind())
 
-	_, err = host.ToolFromSource("hello.py", []byte(`print("hello")`))
+	_, err = host.ToolFromSource("hello.rb", []byte(`puts "hello"`))
 	fmt.Println(errors.Is(err, host.ErrToolKind), err)
 	// Output:
 	// hello.js js
-	// true tool hello.py: want a .js or .wasm file
+	// true tool hello.rb: want a .js, .py or .wasm file
 }

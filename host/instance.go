@@ -102,7 +102,8 @@ func (p *ports) sleep(ns int64) {
 // start function: the caller runs _initialize or _start under the right context. With snap, the
 // snapshot's image is mapped at the start of the memory where the platform allows; restore
 // finishes the job.
-func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64, snap *snapshot) (*instance, error) {
+// configure, if given, adds to the module's configuration (the Python guest's read-only /lib).
+func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, memLimit uint64, snap *snapshot, configure ...func(wazero.ModuleConfig) wazero.ModuleConfig) (*instance, error) {
 	inst := &instance{mem: &memory{limit: memLimit}, port: &ports{}}
 	if snap != nil {
 		inst.mem.image = snap.file
@@ -118,6 +119,9 @@ func instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.Compiled
 		WithNanosleep(inst.port.sleep).
 		WithOsyield(runtime.Gosched). // the JS engine yields from its loops (Go cannot preempt wasm code)
 		WithRandSource(rand.Reader)
+	for _, c := range configure {
+		cfg = c(cfg)
+	}
 	mod, err := r.InstantiateModule(experimental.WithMemoryAllocator(ctx, inst.mem), compiled, cfg)
 	if err != nil {
 		inst.mem.release()

@@ -14,6 +14,7 @@ const (
 	kindJS                   // JavaScript source, run on the embedded engine
 	kindWasm                 // a wasip1 module of the tool's own
 	kindExtism               // an Extism plugin, run on go-sdk
+	kindPython               // Python source, run on the embedded CPython (pythonkind.go)
 )
 
 // guestKind is what the host needs from one kind of guest: how its module is compiled and kept,

@@ -14,10 +14,10 @@ import (
 const MaxToolBytes = 32 << 20
 
 // ErrToolTooLarge is matched by a tool over MaxToolBytes; ErrToolKind by a name that says
-// neither JavaScript (.js) nor a module (.wasm).
+// neither JavaScript (.js), Python (.py) nor a module (.wasm).
 var (
 	ErrToolTooLarge = errors.New("the tool is over the tool size cap")
-	ErrToolKind     = errors.New("the tool is neither .js nor .wasm")
+	ErrToolKind     = errors.New("the tool is neither .js, .py nor .wasm")
 )
 
 // ReadToolError is a tool that could not be read or built: Err is ErrToolTooLarge, ErrToolKind or
@@ -32,7 +32,7 @@ func (e *ReadToolError) Error() string {
 	case ErrToolTooLarge:
 		return fmt.Sprintf("tool %s is over %d bytes", e.Name, MaxToolBytes)
 	case ErrToolKind:
-		return fmt.Sprintf("tool %s: want a .js or .wasm file", e.Name)
+		return fmt.Sprintf("tool %s: want a .js, .py or .wasm file", e.Name)
 	}
 	return fmt.Sprintf("tool %s: %v", e.Name, e.Err)
 }
@@ -50,7 +50,7 @@ func ReadTool(name string, r io.Reader) (Tool, error) {
 }
 
 // ToolFromSource builds the tool named name from src, by the name's extension: .js is
-// JSTool, .wasm is WasmTool (an Extism plugin when it imports Extism's host modules). src is
+// JSTool, .py is PythonTool, .wasm is WasmTool (an Extism plugin when it imports Extism's host modules). src is
 // not copied for a module.
 func ToolFromSource(name string, src []byte) (Tool, error) {
 	if len(src) > MaxToolBytes {
@@ -59,6 +59,8 @@ func ToolFromSource(name string, src []byte) (Tool, error) {
 	switch filepath.Ext(name) {
 	case ".js":
 		return JSTool(name, string(src)), nil
+	case ".py":
+		return PythonTool(name, string(src)), nil
 	case ".wasm":
 		return WasmTool(name, src), nil
 	}

@@ -35,11 +35,11 @@ func TestReadToolRefusesWhatItCannotRun(t *testing.T) {
 	require.ErrorIs(t, err, ErrToolTooLarge)
 	require.EqualError(t, err, "tool big.wasm is over 33554432 bytes")
 
-	_, err = ToolFromSource("tool.py", []byte("print(1)"))
+	_, err = ToolFromSource("tool.rb", []byte("puts 1"))
 	require.ErrorIs(t, err, ErrToolKind)
 	var re *ReadToolError
 	require.ErrorAs(t, err, &re)
-	require.Equal(t, "tool.py", re.Name)
+	require.Equal(t, "tool.rb", re.Name)
 
 	broken := errors.New("disk gone")
 	_, err = ReadTool("tool.js", iotest.ErrReader(broken))

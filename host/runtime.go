@@ -104,6 +104,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.slots = make(chan struct{}, n)
 	js, err := newJSKind(ctx, rt)
+	var py *pythonKind
+	if err == nil {
+		py, err = newPythonKind(ctx, rt)
+	}
 	if err == nil {
 		rt.r, err = rt.newEngine(ctx, true)
 	}
@@ -117,6 +121,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		kindJS:     js,
 		kindWasm:   newWasmKind(rt),
 		kindExtism: newExtismKind(rt),
+		kindPython: py,
 	}
 	if rt.opts.PoolSize > 0 {
 		js.startPool(rt.opts.PoolSize)

@@ -89,8 +89,8 @@ func importedGlobals(m *wasmbin.Module) (uint64, bool) {
 // takeSnapshot instantiates compiled (a module prepareJS made), writes the data segments into its
 // memory in order, as instantiation would, runs _initialize and keeps the result. globals names
 // the exports prepareJS added.
-func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []wasmbin.DataSegment, globals []string) (*snapshot, error) {
-	inst, err := instantiate(ctx, r, compiled, profiles.MaxMemory, nil)
+func takeSnapshot(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, data []wasmbin.DataSegment, globals []string, configure ...func(wazero.ModuleConfig) wazero.ModuleConfig) (*snapshot, error) {
+	inst, err := instantiate(ctx, r, compiled, profiles.MaxMemory, nil, configure...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 type Tool struct {
 	Name string // on the audit line, and the script name in JavaScript stack traces
 	kind kindID
-	js   string    // the source, for kindJS
+	js   string    // the source, for kindJS and kindPython
 	wasm []byte    // the module, for kindWasm and kindExtism
 	fn   string    // the function an Extism plugin's run calls; "" for ExtismFunction
 	sum  *[32]byte // the module's content hash, taken once (3 MB of Go plugin: ~2 ms a run)
@@ -49,9 +49,9 @@ const (
 	KindExtism = "extism"
 )
 
-// Kind names the tool's kind: KindJS, KindWasm, KindExtism, or "" for a zero Tool.
+// Kind names the tool's kind: KindJS, KindWasm, KindExtism, KindPython, or "" for a zero Tool.
 func (t Tool) Kind() string {
-	return map[kindID]string{kindJS: KindJS, kindWasm: KindWasm, kindExtism: KindExtism}[t.kind]
+	return map[kindID]string{kindJS: KindJS, kindWasm: KindWasm, kindExtism: KindExtism, kindPython: KindPython}[t.kind]
 }
 
 // WithFunction is an Extism tool calling function instead; any other tool is returned as it is.

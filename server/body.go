@@ -76,6 +76,7 @@ type runRequest struct {
 type wireRunRequest struct {
 	Profile    *string         `json:"profile"`
 	Code       *string         `json:"code"`
+	Language   *string         `json:"language"`
 	WasmBase64 *string         `json:"wasm_base64"`
 	Input      json.RawMessage `json:"input"`
 	Timeout    *string         `json:"timeout"`
@@ -108,7 +109,7 @@ func decodeError(err error) error {
 		return bad(te.Field, "must be a JSON %s, not %s", kindOf(te.Type.String()), te.Value)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return bad(strings.Trim(f, `"`), "unknown field (known: profile, code, wasm_base64, input, timeout, wait)")
+		return bad(strings.Trim(f, `"`), "unknown field (known: profile, code, language, wasm_base64, input, timeout, wait)")
 	}
 	return bad("", "the body is not a JSON object: %v", err)
 }
@@ -154,17 +155,15 @@ func (w wireRunRequest) validate() (runRequest, error) {
 func (w wireRunRequest) tool() (host.Tool, string, error) {
 	switch {
 	case (w.Code == nil) == (w.WasmBase64 == nil):
-		return host.Tool{}, "", bad("code", "give exactly one of code (JavaScript) and wasm_base64")
+		return host.Tool{}, "", bad("code", "give exactly one of code (JavaScript or Python) and wasm_base64")
+	case w.Language != nil && w.Code == nil:
+		return host.Tool{}, "", bad("language", "names the language of code; a wasm_base64 module has none")
 	case w.Code != nil:
 		if *w.Code == "" {
 			return host.Tool{}, "", bad("code", "must not be empty")
 		}
 		d := digest([]byte(*w.Code))
-		tool, err := host.ToolFromSource(toolName(d, ".js"), []byte(*w.Code))
-		if err != nil {
-			return host.Tool{}, "", bad("code", "is over %d bytes", host.MaxToolBytes)
-		}
-		return tool, d, nil
+		return codeTool(w.Language, d, *w.Code)
 	}
 	bin, err := base64.StdEncoding.DecodeString(*w.WasmBase64)
 	if err != nil {
@@ -176,6 +175,26 @@ func (w wireRunRequest) tool() (host.Tool, string, error) {
 		return host.Tool{}, "", bad("wasm_base64", "the module is %d bytes: want 1 to %d", len(bin), host.MaxToolBytes)
 	}
 	return tool, d, nil
+}
+
+// Languages are the values of a run request's language field; the first is the default.
+var Languages = []string{"javascript", "python"}
+
+// codeTool is code in language (nil means JavaScript), named after its digest.
+func codeTool(language *string, digest, code string) (host.Tool, string, error) {
+	ext := ".js"
+	switch {
+	case language == nil || *language == "javascript":
+	case *language == "python":
+		ext = ".py"
+	default:
+		return host.Tool{}, "", bad("language", "%q is not a language plimsoll runs (known: %s)", *language, strings.Join(Languages, ", "))
+	}
+	tool, err := host.ToolFromSource(toolName(digest, ext), []byte(code))
+	if err != nil {
+		return host.Tool{}, "", bad("code", "is over %d bytes", host.MaxToolBytes)
+	}
+	return tool, digest, nil
 }
 
 func digest(b []byte) string {

@@ -125,7 +125,7 @@ func TestMCPHTTPToolsAreTheClientsOwn(t *testing.T) {
 	assert.Contains(t, pet.Description, "the pet store", "the inline description")
 	assert.Contains(t, pet.Description, "GET /pets/*", "the route list, without a description file")
 	schema, _ := json.Marshal(pet.InputSchema)
-	assert.JSONEq(t, `{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"input":{"description":"any JSON"},"timeout":{"type":"string","description":"optional run deadline such as 5s; the profile's run_timeout caps it"}}}`, string(schema))
+	assert.JSONEq(t, `{"type":"object","required":["code"],"properties":{"code":{"type":"string"},"language":{"type":"string","enum":["javascript","python"]},"input":{"description":"any JSON"},"timeout":{"type":"string","description":"optional run deadline such as 5s; the profile's run_timeout caps it"}}}`, string(schema))
 
 	assert.ElementsMatch(t, []string{"run_inventory", "run_petstore"}, keys(toolNames(t, b)))
 

@@ -256,6 +256,14 @@ func (s *Server) warm(ctx context.Context) {
 	}
 	s.ready.Store(!s.draining.Load())
 	s.log.Info("ready", "warmup_ms", time.Since(t0).Milliseconds(), "profiles", len(s.store.Profiles()))
+	// Python runs wait for the interpreter's first start (seconds on an empty cache); start it now,
+	// without holding readiness for it.
+	t0 = time.Now()
+	if err := s.rt.PreparePython(); err != nil {
+		s.log.Error("the Python interpreter did not start: Python runs will fail", "error", err.Error())
+		return
+	}
+	s.log.Info("python ready", "start_ms", time.Since(t0).Milliseconds())
 }
 
 // drain stops taking runs, lets in-flight ones finish within Drain, cancels the rest, and waits

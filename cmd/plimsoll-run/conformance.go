@@ -9,14 +9,14 @@ import (
 	"github.com/plimsoll/plimsoll/conformance"
 )
 
-const conformanceSynopsis = "plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm|.js] [--scenarios DIR] [--json] [--run REGEXP] [--parallel N]"
+const conformanceSynopsis = "plimsoll-run conformance [--lang js|go|extism-go|python | --guest DRIVER.wasm|.js|.py] [--scenarios DIR] [--json] [--run REGEXP] [--parallel N]"
 
 // cmdConformance runs the guest preamble conformance suite against one driver, or against every
 // built-in driver, and prints one table per driver (or one JSON document). Exit codes: 0 every
 // scenario passed; 1 one failed; 2 usage, an unreadable driver or a broken scenario.
 func cmdConformance(ctx context.Context, args []string, e env) int {
 	fs := newFlags("conformance", conformanceSynopsis, e)
-	lang := fs.String("lang", "", "run the built-in driver for `LANG`: js or go (default: both)")
+	lang := fs.String("lang", "", "run the built-in driver for `LANG`: js, go, extism-go or python (default: all)")
 	guest := fs.String("guest", "", "run this driver `FILE`: a .wasm guest, or a .js tool on the JS runtime")
 	dir := fs.String("scenarios", "", "load the scenarios of `DIR` (default: the built-in suite, conformance/v1)")
 	asJSON := fs.Bool("json", false, "print a JSON document with every difference instead of tables")

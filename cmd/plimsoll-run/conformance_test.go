@@ -20,7 +20,8 @@ func TestConformanceCommand(t *testing.T) {
 	assert.Contains(t, stdout, "driver js: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver go: 2 scenarios, 2 passed, 0 failed")
 	assert.Contains(t, stdout, "driver extism-go: 2 scenarios, 2 passed, 0 failed")
-	assert.Contains(t, stderr, "plimsoll-run conformance: driver js (1 of 3): running 2 scenarios, 2 at once\n", "progress on stderr")
+	assert.Contains(t, stderr, "plimsoll-run conformance: driver js (1 of 4): running 2 scenarios, 2 at once\n", "progress on stderr")
+	assert.Contains(t, stdout, "driver python: 2 scenarios, 2 passed, 0 failed")
 
 	broken := writeBrokenDriver(t)
 	code, stdout, stderr = invoke(t, "", env, "conformance", "--guest", broken, "--run", "^query-arrays$")
@@ -54,7 +55,7 @@ func TestConformanceUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--lang", "js", "--guest", "x.wasm"}, "give --lang or --guest, not both"},
 		{[]string{"--lang", "cobol"}, `no built-in driver for "cobol"`},
-		{[]string{"--guest", "driver.txt"}, "want a .wasm module or a .js tool"},
+		{[]string{"--guest", "driver.txt"}, "want a .wasm module, a .js or a .py tool"},
 		{[]string{"--scenarios", "/no/such/dir"}, "no such file"},
 		{[]string{"--run", "^nothing$"}, "matches no scenario"},
 		{[]string{"--run", "("}, "--run: error parsing regexp"},

@@ -127,6 +127,8 @@ func TestExamplesRunAgainstTheDemoAPI(t *testing.T) {
 	}{
 		{"hello.js", `{"name":"ada"}`, []string{`"hello":"ada"`}},
 		{"inventory.js", `{"limit":3}`, []string{`"items":3`, `"stock":15`}},
+		{"inventory.py", `{"limit":3}`, []string{`"items":3`, `"stock":15`}},
+		{"hello.py", `{"name":"ada"}`, []string{`"hello":"ada"`}},
 		{"restock.js", `{"name":"lamp","stock":3}`, []string{`"created":9`, `"name":"lamp"`, `"stock":3`}},
 		{"guardrails.js", "", []string{
 			`"DELETE /items/1":"403 denied: no granted route matches DELETE /items/1"`,

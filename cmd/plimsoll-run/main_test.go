@@ -164,7 +164,7 @@ func TestRunFailuresStillWriteOneAuditLine(t *testing.T) {
 		{"missing secret", []string{"--profile", "pets", ok}, nil, 2, "error", "PETS_TOKEN is not set"},
 		{"bad input", []string{"--profile", "pets", "--input", "{nope", ok}, vars, 2, "error", "--input is not valid JSON"},
 		{"missing tool file", []string{"--profile", "pets", filepath.Join(dir, "gone.js")}, vars, 2, "error", "gone.js"},
-		{"wrong tool kind", []string{"--profile", "pets", writeFile(t, dir, "tool.py", "print(1)")}, vars, 2, "error", "want a .js or .wasm file"},
+		{"wrong tool kind", []string{"--profile", "pets", writeFile(t, dir, "tool.rb", "puts 1")}, vars, 2, "error", "want a .js, .py or .wasm file"},
 		{"timeout", []string{"--profile", "pets", "--timeout", "300ms", writeFile(t, dir, "spin.js", "for(;;){}")}, vars, 1, "timeout", "timeout"},
 	}
 	for _, tc := range cases {

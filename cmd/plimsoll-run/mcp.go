@@ -82,6 +82,7 @@ func cmdMCP(ctx context.Context, args []string, e env) int {
 		return exitTool
 	}
 	defer rt.Close(context.Background())
+	go rt.PreparePython() // a Python call then starts in milliseconds; a failure is reported by that call
 	backend := &mcpserver.Local{Runtime: rt, Served: list, Audit: audit.write}
 	srv := mcpserver.New(mcpserver.Options{Backend: backend, Logger: log})
 

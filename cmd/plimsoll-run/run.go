@@ -26,7 +26,7 @@ type runFlags struct {
 
 func cmdRun(ctx context.Context, args []string, e env) int {
 	var f runFlags
-	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--timeline FILE.svg|.html] [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME] TOOL", e)
+	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--timeline FILE.svg|.html] [--audit FILE] [--timeout DUR] [--kind extism|python] [--function NAME] TOOL", e)
 	fs.StringVar(&f.profile, "profile", "", "grant profile `NAME` (required)")
 	fs.StringVar(&f.profiles, "profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&f.input, "input", "", "tool input: `JSON`, or @FILE to read it from a file")
@@ -34,13 +34,13 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 	fs.StringVar(&f.timeline, "timeline", "", "draw the run's chart to `FILE` (.svg or .html)")
 	fs.StringVar(&f.audit, "audit", "", "write the audit line to `FILE` instead of stderr")
 	fs.DurationVar(&f.timeout, "timeout", 0, "end the run after `DUR`, if sooner than the profile's run_timeout")
-	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: extism for an Extism plugin (default: from the file and its imports)")
+	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: extism for an Extism plugin, python for Python source (default: from the file's extension and imports)")
 	fs.StringVar(&f.function, "function", "", "the Extism plugin's export `NAME` to call (default run)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 || f.profile == "" {
-		fmt.Fprintln(e.stderr, "plimsoll-run run: need --profile NAME and exactly one TOOL (a .js or .wasm file, or - for JS on stdin)")
+		fmt.Fprintln(e.stderr, "plimsoll-run run: need --profile NAME and exactly one TOOL (a .js, .py or .wasm file, or - for JS on stdin)")
 		fs.Usage()
 		return exitConfig
 	}
@@ -150,7 +150,7 @@ func writeAudit(path string, a broker.Audit, e env) {
 	}
 }
 
-// readTool reads TOOL: a .js or .wasm file, or JS on stdin for "-".
+// readTool reads TOOL: a .js, .py or .wasm file, or JS on stdin for "-".
 func readTool(arg string, stdin io.Reader) (host.Tool, error) {
 	r := stdin
 	if arg != "-" {
@@ -163,7 +163,7 @@ func readTool(arg string, stdin io.Reader) (host.Tool, error) {
 	}
 	tool, err := host.ReadTool(toolName(arg), r)
 	if errors.Is(err, host.ErrToolKind) {
-		return host.Tool{}, fmt.Errorf("tool %s: want a .js or .wasm file, or - for JS on stdin", arg)
+		return host.Tool{}, fmt.Errorf("tool %s: want a .js, .py or .wasm file, or - for JS on stdin (--kind python for Python)", arg)
 	}
 	return tool, err
 }
@@ -190,8 +190,34 @@ func readToolAs(arg string, stdin io.Reader, kind, function string) (host.Tool, 
 			return host.Tool{}, err
 		}
 		return tool.AsExtism(function), nil
+	case host.KindPython:
+		if function != "" {
+			return host.Tool{}, fmt.Errorf("--function %s: tool %s is not an Extism plugin (use --kind extism)", function, arg)
+		}
+		return readPython(arg, stdin)
 	}
-	return host.Tool{}, fmt.Errorf("--kind %q: want extism (or leave it out)", kind)
+	return host.Tool{}, fmt.Errorf("--kind %q: want extism or python (or leave it out)", kind)
+}
+
+// readPython reads TOOL (a file of any name, or stdin for "-") as Python source, for --kind python.
+func readPython(arg string, stdin io.Reader) (host.Tool, error) {
+	r, name := stdin, "stdin.py"
+	if arg != "-" {
+		fh, err := os.Open(arg)
+		if err != nil {
+			return host.Tool{}, fmt.Errorf("tool %s: %w", arg, errors.Unwrap(err))
+		}
+		defer fh.Close()
+		r, name = fh, filepath.Base(arg)
+	}
+	src, err := io.ReadAll(io.LimitReader(r, host.MaxToolBytes+1))
+	if err != nil {
+		return host.Tool{}, fmt.Errorf("tool %s: %w", arg, err)
+	}
+	if len(src) > host.MaxToolBytes {
+		return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, host.MaxToolBytes)
+	}
+	return host.PythonTool(name, string(src)), nil
 }
 
 func toolName(arg string) string {

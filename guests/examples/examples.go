@@ -1,9 +1,9 @@
-// Package examples holds the JavaScript tools a new user can run against the demo API.
+// Package examples holds the JavaScript and Python tools a new user can run against the demo API.
 package examples
 
 import "embed"
 
 // FS holds every example tool, by file name.
 //
-//go:embed *.js
+//go:embed *.js *.py
 var FS embed.FS

@@ -39,7 +39,10 @@ func ToolName(profile string) string {
 
 // Convention is the first line of every tool description: how the code is run, in as few tokens
 // as we could.
-const Convention = "Runs JavaScript: `code` is the body of an async function with `input` in scope; `return` the result (JSON). Only `api.*` reaches the network.\n"
+const Convention = "Runs JavaScript: `code` is the body of an async function with `input` in scope; `return` the result (JSON). Only `api.*` reaches the network.\n" + pythonConvention
+
+// pythonConvention tells a model the same tool runs Python, and how its api differs.
+const pythonConvention = "With `language:\"python\"` `code` is Python 3.13, the same (`await api.get(path,query=,headers=)`, `r.json()`).\n"
 
 // rawAPI says how to call the API without a generated client.
 const rawAPI = "api.get(path,{query,headers}), api.post(path,body,{query,headers}), put, patch, delete, api.call(method,path,{query,headers,body}) resolve to {status,ok,outcome,headers,body,json(),text()}; HTTP errors do not throw, but json() does when the broker answered (outcome not forwarded).\n"
@@ -126,9 +129,10 @@ var (
 		Type:     "object",
 		Required: []string{"code"},
 		Properties: map[string]*jsonschema.Schema{
-			"code":    {Type: "string"},
-			"input":   {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
-			"timeout": {Type: "string", Description: "optional run deadline such as 5s; the profile's run_timeout caps it"},
+			"code":     {Type: "string"},
+			"language": {Type: "string", Enum: []any{"javascript", "python"}},
+			"input":    {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
+			"timeout":  {Type: "string", Description: "optional run deadline such as 5s; the profile's run_timeout caps it"},
 		},
 	}
 	outputSchema = &jsonschema.Schema{

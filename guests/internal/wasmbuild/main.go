@@ -1,6 +1,6 @@
 // Command wasmbuild rebuilds the guest modules that plimsoll embeds, reproducibly.
 //
-//	go run ./guests/internal/wasmbuild [-check] [target ...]
+//	go run ./guests/internal/wasmbuild [-check [-full]] [target ...]
 //
 // With no target it handles all of them. Each target's package is built with
 //
@@ -16,6 +16,11 @@
 // upstream repository and commit), compiles it with guests/quickjs/src using the
 // pinned clang-19 and wasi-libc (see quickjs.go), and also writes guests/quickjs/LICENSE.quickjs-ng
 // from the tarball.
+//
+// The python target is CPython (guests/python/build/build.sh, see python.go): it writes
+// guests/python/python.wasm.gz, stdlib.zip.gz, LICENSE.cpython and INPUTS.sha256, the hashes of
+// its inputs. Its build is long, so -check skips it while INPUTS.sha256 matches and says so;
+// -check -full rebuilds and compares it anyway.
 package main
 
 import (
@@ -39,6 +44,9 @@ import (
 // module proxy, as the go command does for any GOTOOLCHAIN.
 const toolchain = "go1.26.8"
 
+// full makes -check rebuild every target, even one whose recorded inputs are unchanged.
+var full bool
+
 // target is one embedded guest module. Paths are relative to the module root.
 type target struct {
 	name    string
@@ -51,12 +59,17 @@ type target struct {
 	// files written beside the module (a licence notice), by repository path; -check compares
 	// them too.
 	cBuild func(root, tmp string) ([]byte, map[string][]byte, error)
+
+	// unchanged, when set, says whether the target's recorded inputs match: -check then skips a
+	// build too long for every CI run, and says so (-full builds it anyway).
+	unchanged func(root string) (bool, error)
 }
 
 // targets lists every guest module. Adding a guest is one line here plus a go:generate line
 // next to its embed.
 var targets = []target{
 	{name: "quickjs", out: "guests/quickjs/engine.wasm.gz", cBuild: buildQuickJS},
+	{name: "python", out: "guests/python/python.wasm.gz", cBuild: buildPython, unchanged: pythonUnchanged},
 	{name: "testguest", pkg: "./guests/testguest/guest", out: "guests/testguest/testguest.wasm.gz"},
 	{name: "conformance-go", pkg: "./conformance/drivers/go", out: "conformance/drivers/go/driver.wasm.gz"},
 	{name: "go-inventory", pkg: "./guests/examples/go-inventory", out: "guests/examples/go-inventory.wasm.gz", command: true},
@@ -68,6 +81,7 @@ var targets = []target{
 func main() {
 	check := flag.Bool("check", false, "compare fresh builds with the committed files instead of writing them")
 	flag.StringVar(&quickjsTarballPath, "quickjs-tarball", "", "the pinned QuickJS-ng source tarball `PATH` (default: "+quickjsTarball+" in $PLIMSOLL_VENDOR_DIR)")
+	flag.BoolVar(&full, "full", false, "with -check, also rebuild targets whose recorded inputs are unchanged (python)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [-quickjs-tarball PATH] [target ...]\ntargets: %s\n", targetNames())
 		flag.PrintDefaults()
@@ -96,6 +110,17 @@ func run(check bool, names []string) error {
 
 	var stale []string
 	for _, t := range selected {
+		if check && !full && t.unchanged != nil {
+			same, err := t.unchanged(root)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			if same {
+				fmt.Printf("%s: inputs unchanged (their recorded hashes match), rebuild skipped; -full rebuilds it\n", t.name)
+				continue
+			}
+			fmt.Printf("%s: inputs changed since the recorded hashes: rebuilding\n", t.name)
+		}
 		start := time.Now()
 		var wasm []byte
 		var extra map[string][]byte

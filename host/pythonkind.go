@@ -1,0 +1,216 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/plimsoll/plimsoll/abi"
+	pyguest "github.com/plimsoll/plimsoll/guests/python"
+	"github.com/plimsoll/plimsoll/hostfuncs"
+	"github.com/plimsoll/plimsoll/profiles"
+)
+
+// KindPython names Python tools (PythonTool).
+const KindPython = "python"
+
+// PythonTool is a Python tool: src is the body of an async function with input and api in scope
+// (guests/python).
+func PythonTool(name, src string) Tool { return Tool{Name: name, kind: kindPython, js: src} }
+
+// pythonKind runs Python tools on the embedded CPython (guests/python), in a wazero runtime of its
+// own without close-on-context-done: the interpreter checks the run's deadline from every loop of
+// its compiled code and ends itself, as the JS engine does. The interpreter is compiled and started
+// once per process, in a template instance whose memory after start-up (the interpreter, the
+// engine and the modules it imports) is the snapshot every run's fresh instance begins from.
+type pythonKind struct {
+	rt    *Runtime
+	r     wazero.Runtime
+	guest func() (*guest, error) // compiled and snapshotted once, on first use
+
+	mu       sync.Mutex // guards snap and released: a start may end after the runtime closed
+	snap     *snapshot
+	released bool
+}
+
+func newPythonKind(ctx context.Context, rt *Runtime) (*pythonKind, error) {
+	r, err := rt.newEngine(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	k := &pythonKind{rt: rt, r: r}
+	k.guest = sync.OnceValues(k.start)
+	return k, nil
+}
+
+// mountLib gives the guest its one directory, /lib, read-only.
+func mountLib(cfg wazero.ModuleConfig) wazero.ModuleConfig {
+	return cfg.WithFSConfig(wazero.NewFSConfig().WithFSMount(pyguest.Lib(), pyguest.MountPoint))
+}
+
+// start compiles the interpreter and takes its snapshot after start-up. Unlike the JS engine it
+// has no fallback without a snapshot: starting CPython costs every run 50–100 ms.
+func (k *pythonKind) start() (*guest, error) {
+	ctx := context.Background()
+	mod, data, globals, ok := prepareJS(pyguest.Wasm())
+	if !ok {
+		return nil, setupError("prepare the Python interpreter", errors.New("its module cannot be snapshotted"))
+	}
+	g, err := k.rt.compileIn(ctx, k.r, mod)
+	if err != nil {
+		return nil, err
+	}
+	if k.rt.closed.Load() { // Close is waiting: skip the interpreter's start
+		g.mod.Close(ctx)
+		return nil, ErrClosed
+	}
+	if g.snap, err = takeSnapshot(ctx, k.r, g.mod, data, globals, mountLib); err != nil {
+		g.mod.Close(ctx)
+		return nil, setupError("start the Python interpreter", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.released {
+		g.snap.close()
+		return nil, ErrClosed
+	}
+	k.snap = g.snap
+	return g, nil
+}
+
+// prepare compiles and starts the interpreter (Runtime.PreparePython).
+func (k *pythonKind) prepare() error {
+	_, err := k.guest()
+	return err
+}
+
+func (k *pythonKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ profiles.Limits, input []byte) (*guest, []byte, error) {
+	g, err := k.guest()
+	if err != nil {
+		return nil, nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	if !engineDeadline {
+		deadline = time.Time{}
+	}
+	stdin, err := pythonStdin(tool, input, "", deadline)
+	if err != nil {
+		return nil, nil, setupError("read the input", err)
+	}
+	return g, stdin, nil
+}
+
+// pythonStdin is the engine's request (guests/python). Empty input is null; a zero deadline is
+// none.
+func pythonStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
+	in := json.RawMessage("null")
+	if len(bytes.TrimSpace(input)) > 0 {
+		if !json.Valid(input) {
+			return nil, errInputNotJSON
+		}
+		in = input
+	}
+	req := jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name}
+	if !deadline.IsZero() {
+		req.DeadlineUnixMs = deadline.UnixMilli()
+	}
+	return json.Marshal(req)
+}
+
+func (k *pythonKind) pooled(*guest, uint64) *instance { return nil }
+
+// call restores a fresh instance from the snapshot, with /lib mounted, and runs the tool.
+func (k *pythonKind) call(st *runState, stdin []byte) (int32, error) {
+	memLimit := uint64(st.limits.Memory)
+	callCtx := hostfuncs.WithSession(st.ctx, st.session)
+	g := st.guest
+	inst, err := instantiate(callCtx, g.r, g.mod, memLimit, g.snap, mountLib)
+	if err != nil {
+		return 0, k.rt.startError(st.ctx, err)
+	}
+	st.inst = inst
+	inst.port.closed = &k.rt.closed
+	if err := g.snap.restore(inst); err != nil {
+		return 0, k.rt.startError(st.ctx, err)
+	}
+	inst.port.stdin, inst.port.stdout, inst.port.stderr, inst.port.ctx = bytes.NewReader(stdin), st.stdout, st.stderr, st.ctx
+	res, err := inst.mod.ExportedFunction(abi.ExportRun).Call(callCtx)
+	if err != nil {
+		return 0, err
+	}
+	return int32(res[0]), nil
+}
+
+// ended reads how the interpreter ended, as jsKind.ended does: a run whose context ended while
+// the guest ran is reported by its context; abi.ExitLimited, returned from run or given to
+// proc_exit by the deadline check, is a limit the guest enforced, named on its last log line.
+func (k *pythonKind) ended(st *runState, ret int32, callErr error) (error, bool) {
+	if st.ctx.Err() != nil && !k.rt.closed.Load() {
+		return contextError(st.ctx), true
+	}
+	var exit *sys.ExitError
+	if (callErr == nil && ret == abi.ExitLimited) || (errors.As(callErr, &exit) && exit.ExitCode() == uint32(abi.ExitLimited)) {
+		return k.guestStopped(st), true
+	}
+	if errors.As(callErr, &exit) && !k.rt.closed.Load() {
+		// The interpreter exits only at the deadline: any other exit is the tool's os._exit.
+		return &ToolError{ExitCode: int(exit.ExitCode()), Message: fmt.Sprintf(
+			"the tool ended the interpreter with os._exit(%d) instead of returning a result", exit.ExitCode())}, true
+	}
+	return nil, false
+}
+
+// guestStopped reports a run the interpreter stopped at a limit: out of memory is the memory
+// limit, the deadline is the run's timeout (the host's own clock says so a moment later, if not
+// already), anything else a guest limit such as the recursion depth.
+func (k *pythonKind) guestStopped(st *runState) error {
+	const prefix = "plimsoll: limit: "
+	last := bytes.TrimRight(st.stderr.buf.Bytes(), "\n")
+	switch {
+	case st.inst.mem.refused != 0 || bytes.HasSuffix(last, []byte(prefix+pyguest.LimitMemory)):
+		return memoryLimit(st.inst.mem.limit)
+	case bytes.HasSuffix(last, []byte(prefix+pyguest.LimitDeadline)):
+		if k.rt.closed.Load() {
+			return ErrClosed
+		}
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-st.ctx.Done():
+		case <-t.C:
+		}
+		if st.ctx.Err() != nil {
+			return contextError(st.ctx)
+		}
+		return &TimeoutError{}
+	}
+	return guestLimit(st.stderr.buf.Bytes())
+}
+
+func (k *pythonKind) stop(context.Context) {}
+
+func (k *pythonKind) release() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.released = true
+	k.snap.close()
+}
+
+// PreparePython compiles the Python interpreter and starts it for its snapshot now, rather than
+// at the first Python run (seconds with an empty compilation cache, under a second with a warm
+// one). A daemon calls it in the background at start-up. It is safe to call more than once.
+// Close waits for it as for a run.
+func (rt *Runtime) PreparePython() error {
+	if !rt.enter() {
+		return ErrClosed
+	}
+	defer rt.running.Done()
+	return rt.kinds[kindPython].(*pythonKind).prepare()
+}
