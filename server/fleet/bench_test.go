@@ -1,0 +1,48 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/plimsoll/plimsoll/server/fleet"
+)
+
+// BenchmarkPropagation measures a force-open's propagation: replica a writes a flag (set or
+// clear, alternating) and the time is taken until all three replicas applied it. It reports the
+// p50 and p99 over the run's toggles (run with -benchtime=100x for the 100 toggles in BENCHMARKS.md).
+func BenchmarkPropagation(b *testing.B) {
+	ns := startNATS(b)
+	a, fa := join(b, ns, "a")
+	_, fb := join(b, ns, "b")
+	_, fc := join(b, ns, "c")
+	key := fleet.Flag{Profile: "pets"}.Key()
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		reason := fmt.Sprint("toggle ", i)
+		t0 := time.Now()
+		var err error
+		if i%2 == 0 {
+			err = a.Set(context.Background(), fleet.Flag{Profile: "pets", Reason: reason})
+		} else {
+			err = a.Clear(context.Background(), "pets", "")
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range []*flags{fa, fb, fc} {
+			f.await(b, reason, func(m map[string]fleet.Flag) bool {
+				v, ok := m[key]
+				return (i%2 == 0) == ok && (!ok || v.Reason == reason)
+			})
+		}
+		took = append(took, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
