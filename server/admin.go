@@ -144,6 +144,10 @@ func (s *Server) handleForceOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.plane.flags.set(name, reason, time.Now().UTC())
+	if err := s.shareFlag(r, name, "", reason, true, f.Since); err != nil {
+		fleetRefused(w, err)
+		return
+	}
 	live := s.liveRunsOf(name)
 	s.log.Warn("profile forced open by the operator: its calls are shed until cleared", "profile", name, "reason", reason, "live_runs", live)
 	writeJSON(w, http.StatusOK, ForceOpenAnswer{Profile: name, ForcedOpen: &f, LiveRuns: live, Note: forcedNote})
@@ -168,6 +172,10 @@ func (s *Server) handleClearForced(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	was := s.plane.flags.clear(name)
+	if err := s.shareFlag(r, name, "", "", false, time.Time{}); err != nil {
+		fleetRefused(w, err)
+		return
+	}
 	if was != nil {
 		s.log.Warn("forced open cleared by the operator: calls go to the breaker again", "profile", name,
 			"reason", was.Reason, "forced_for_ms", time.Since(was.Since).Milliseconds())

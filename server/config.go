@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/plimsoll/plimsoll/server/fleet"
+
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,6 +43,10 @@ type Config struct {
 	// Ready, when set, is called once the listeners are bound, with their addresses ("" for no
 	// admin listener), before the engine is warm: tests use it to learn ephemeral ports.
 	Ready func(api, admin string)
+
+	// Fleet, when set, shares force-open and clear with the fleet's other replicas through NATS
+	// JetStream (server/fleet, fleetlink.go); nil keeps them local.
+	Fleet *fleet.Options
 }
 
 // ConfigError is a refused configuration: Flag names the setting (as the command's flag).

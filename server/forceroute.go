@@ -65,6 +65,10 @@ func (s *Server) handleForceRoute(w http.ResponseWriter, r *http.Request) {
 	key := routeKey(name, body.Route)
 	if r.Method == http.MethodDelete {
 		was := s.plane.routes.clear(key)
+		if err := s.shareFlag(r, name, body.Route, "", false, time.Time{}); err != nil {
+			fleetRefused(w, err)
+			return
+		}
 		writeJSON(w, http.StatusOK, ForceRouteAnswer{Profile: name, Route: body.Route, Was: was, Note: forcedNote})
 		return
 	}
@@ -77,6 +81,10 @@ func (s *Server) handleForceRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.plane.routes.set(key, reason, time.Now().UTC())
+	if err := s.shareFlag(r, name, body.Route, reason, true, f.Since); err != nil {
+		fleetRefused(w, err)
+		return
+	}
 	s.log.Warn("route forced open by the operator: its calls are shed until cleared", "profile", name, "route", body.Route, "reason", reason)
 	writeJSON(w, http.StatusOK, ForceRouteAnswer{Profile: name, Route: body.Route, ForcedOpen: &f, Note: forcedNote})
 }

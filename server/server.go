@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/plimsoll/plimsoll/server/fleet"
+
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +37,7 @@ type Server struct {
 	plane   *controlPlane     // live runs, forced-open flags, the admin token (admin.go, state.go)
 	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 	tracing *tracing          // OpenTelemetry spans; nil when OTEL_* does not ask for them (otel.go)
+	fleet   *fleet.Fleet      // nil without Config.Fleet (fleetlink.go)
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -100,6 +103,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer s.close()
+	if err := s.joinFleet(ctx); err != nil {
+		return err
+	}
+	defer s.leaveFleet()
 	api, admin, err := s.listen()
 	if err != nil {
 		return err

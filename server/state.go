@@ -106,13 +106,14 @@ type AdminState struct {
 	At         time.Time      `json:"at"`
 	Generation int            `json:"generation"`
 	Profiles   []ProfileState `json:"profiles"`
+	Fleet      *FleetState    `json:"fleet,omitempty"` // with --fleet only (fleetlink.go)
 }
 
 // state builds the operator's snapshot; profile "" means every profile. Profiles are those in the
 // directory, those forced open, and those with live runs (a removed file's runs go on).
 func (s *Server) state(profile string) AdminState {
 	files, gen := s.store.State()
-	out := AdminState{At: time.Now().UTC(), Generation: gen}
+	out := AdminState{At: time.Now().UTC(), Generation: gen, Fleet: s.fleetState()}
 	byName := map[string]*ProfileState{}
 	get := func(name string) *ProfileState {
 		if p := byName[name]; p != nil {

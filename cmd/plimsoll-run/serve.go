@@ -9,7 +9,7 @@ import (
 	"github.com/plimsoll/plimsoll/server"
 )
 
-const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--admin-token-env NAME] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s]"
+const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--admin-token-env NAME] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s] [--fleet nats://HOST:4222 [--fleet-name NAME] [--replica NAME] [--fleet-creds FILE] [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE]]"
 
 // cmdServe runs the daemon until SIGTERM or SIGINT (ctx), then drains and exits 0.
 func cmdServe(ctx context.Context, args []string, e env) int {
@@ -24,6 +24,7 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&c.MaxRuns, "max-runs", server.DefaultMaxRuns, "runs executing at once (`N`)")
 	fs.IntVar(&c.Queue, "queue", server.DefaultQueue, "runs waiting for a slot (`N`); past it the daemon answers 429")
 	fs.DurationVar(&c.Drain, "drain", server.DefaultDrain, "on SIGTERM, how long in-flight runs may finish (`DUR`)")
+	fl := addFleetFlags(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -33,6 +34,7 @@ func cmdServe(ctx context.Context, args []string, e env) int {
 	}
 	c.ProfilesDir = profilesDir(*dir, e)
 	c.Getenv = e.getenv
+	c.Fleet = fl.options(e.getenv)
 	c.AuditOut = e.stdout
 	c.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
 	err := server.Run(ctx, c)
