@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,24 +107,38 @@ func TestAnswerGateKinds(t *testing.T) {
 // The gate lets stdin's EOF through once every request read is answered or cancelled, or
 // stdout is gone.
 func TestAnswerGateWaits(t *testing.T) {
-	g := newAnswerGate(context.Background())
-	g.count([]byte(`{"id":1,"method":"a"}`), true)
-	g.count([]byte(`{"id":2,"method":"b"}`), true)
-	released := make(chan struct{})
-	go func() { g.wait(); close(released) }()
-	g.count([]byte(`{"id":1,"result":{}}`), false)
-	select {
-	case <-released:
-		t.Fatal("released with request 2 unanswered")
-	default:
-	}
-	g.count([]byte(`{"method":"notifications/cancelled","params":{"requestId":2}}`), true)
-	<-released // a hang here fails the test by its timeout
+	synctest.Test(t, func(t *testing.T) {
+		g := newAnswerGate(context.Background())
+		g.count([]byte(`{"id":1,"method":"a"}`), true)
+		g.count([]byte(`{"id":2,"method":"b"}`), true)
+		released := make(chan struct{})
+		go func() { g.wait(); close(released) }()
+		g.count([]byte(`{"id":1,"result":{}}`), false)
+		synctest.Wait() // wait has run as far as it can
+		select {
+		case <-released:
+			t.Fatal("released with request 2 unanswered")
+		default:
+		}
+		g.count([]byte(`{"method":"notifications/cancelled","params":{"requestId":2}}`), true)
+		<-released // a hang here fails the test (synctest: deadlock)
+	})
 
-	g = newAnswerGate(context.Background())
+	g := newAnswerGate(context.Background())
 	g.count([]byte(`{"id":3,"method":"a"}`), true)
 	g.abandon()
 	g.wait() // stdout is gone: no answer can come
+}
+
+// An id the server writes back in another form (1.0 answered as 1, an escaped string unescaped)
+// is the same request: the gate does not wait for it for ever.
+func TestAnswerGateMatchesIDsAsAnswered(t *testing.T) {
+	for _, c := range []struct{ sent, answered string }{{`1.0`, `1`}, {`"\u0041"`, `"A"`}, {` 7 `, `7`}} {
+		g := newAnswerGate(context.Background())
+		g.count([]byte(`{"jsonrpc":"2.0","id":`+c.sent+`,"method":"ping"}`), true)
+		g.count([]byte(`{"jsonrpc":"2.0","id":`+c.answered+`,"result":{}}`), false)
+		assert.Empty(t, g.pending, "request id %s answered as %s", c.sent, c.answered)
+	}
 }
 
 // FuzzLines: whatever the chunks, every complete line comes out once, whole and in order.

@@ -43,13 +43,27 @@ func rpcKind(line []byte) (kind, id string) {
 	hasID := len(m.ID) > 0 && string(m.ID) != "null"
 	switch {
 	case m.Method == "notifications/cancelled" && len(m.Params.RequestID) > 0:
-		return "cancel", string(m.Params.RequestID)
+		return "cancel", canonicalID(m.Params.RequestID)
 	case hasID && m.Method != "":
-		return "request", string(m.ID)
+		return "request", canonicalID(m.ID)
 	case hasID:
-		return "response", string(m.ID)
+		return "response", canonicalID(m.ID)
 	}
 	return "", ""
+}
+
+// canonicalID is an id as the server writes it back: a request's 1.0 is answered as 1, and
+// "\u0041" as "A"; keyed by its raw text, such a request would hold stdin's EOF for ever.
+func canonicalID(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
 }
 
 func (g *answerGate) count(line []byte, reading bool) {
