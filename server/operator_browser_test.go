@@ -94,8 +94,18 @@ func TestOperatorPageInBrowser(t *testing.T) {
 	// From here every shed call is the operator's doing: the breaker is closed, the API healthy.
 	form := `form.force[data-profile="petstore"]`
 	shedBefore := atoi(t, textOf(t, ctx, row+" td.shed"))
+	// A redraw in the middle of typing keeps the field's focus: the rest of the reason is not lost.
+	reasonField := form + ` input[name="reason"]`
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(form+` input[name="reason"]`), "incident 42: upstream melting"),
+		chromedp.SendKeys(chromedp.CSS(reasonField), "incident 42: "),
+		chromedp.Poll[chromedp.Void](`window.redrawsSeen = document.body.dataset.at, true`),
+		chromedp.Poll[chromedp.Void](`document.body.dataset.at !== window.redrawsSeen`),
+	), "a redraw while typing")
+	focused, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, reasonField)))
+	require.NoError(t, err)
+	assert.True(t, focused, "the reason field keeps its focus across a redraw")
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.KeyEvent("upstream melting"), // to the focused element, as a person's next keys go
 		chromedp.Click(chromedp.CSS(form+" button.force-open")),
 		chromedp.WaitVisible(chromedp.CSS(`section.profile.forced[data-profile="petstore"]`)),
 	), "force-open from the page")

@@ -130,6 +130,19 @@ async function refreshChart() {
   }
 }
 
+// keepFocus notes the field being typed in; the function it returns gives it back its focus and
+// caret once a redraw has moved it (a moved element loses focus, and the next keys went nowhere).
+function keepFocus() {
+  const active = document.activeElement;
+  if (!active || active.tagName !== "INPUT") return () => {};
+  const [start, end] = [active.selectionStart, active.selectionEnd];
+  return () => {
+    if (document.activeElement === active || !document.contains(active)) return;
+    active.focus();
+    active.setSelectionRange(start, end);
+  };
+}
+
 let timer = null;
 async function poll() {
   clearTimeout(timer);
@@ -138,8 +151,10 @@ async function poll() {
       api("GET", "/admin/state").then((r) => r.json()),
       api("GET", "/admin/openings").then((r) => r.json()),
     ]);
+    const typing = keepFocus(); // before profileSection moves the kept forms out of the page
     const sections = state.profiles.map(profileSection);
     $("#profiles").replaceChildren(...(sections.length ? sections : [el("p", { class: "empty" }, "no profiles")]));
+    typing();
     renderOpenings(openings.openings);
     document.body.dataset.at = state.at;
     status("updated " + new Date(state.at).toLocaleTimeString() + " · generation " + state.generation);
