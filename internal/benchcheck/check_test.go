@@ -76,3 +76,28 @@ func TestCheckWithoutABase(t *testing.T) {
 	_, _, err = check(context.Background(), config{repo: repo, base: "HEAD", pkg: "./q/", bench: ".", benchtime: "1x", rounds: 1, max: 2}, io.Discard)
 	assert.ErrorIs(t, err, errNoBase, "the base has no such package")
 }
+
+// A change of Markdown alone (a docs-only commit) is not measured: both sides are the same code.
+func TestCheckSkipsADocsOnlyChange(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := repoWithBase(t, "1", "1")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# p\n"), 0o644))
+	require.NoError(t, exec.Command("git", "-C", repo, "add", "README.md").Run())
+	out, err := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", repo, "commit", "-qm", "docs").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	c := config{repo: repo, base: "HEAD^", pkg: "./p/", bench: ".", benchtime: "1x", units: prefer, rounds: 1, max: 2}
+	_, _, err = check(context.Background(), c, io.Discard)
+	assert.ErrorIs(t, err, errNoCodeChange)
+
+	c.base = "HEAD" // no difference at all: the same code, measured on purpose
+	_, _, err = check(context.Background(), c, io.Discard)
+	require.NoError(t, err)
+	c.base = "HEAD^"
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "p", "p_test.go"), []byte(benchSource("3")), 0o644))
+	_, regressed, err := check(context.Background(), c, io.Discard)
+	require.NoError(t, err, "a Go change is measured")
+	assert.Equal(t, []string{"BenchmarkFixed"}, regressed)
+}

@@ -53,7 +53,7 @@ func main() {
 	text, regressed, err := check(context.Background(), c, os.Stderr)
 	fmt.Print(text)
 	switch {
-	case errors.Is(err, errNoBase):
+	case errors.Is(err, errNoBase), errors.Is(err, errNoCodeChange):
 		fmt.Println("benchcheck: skipped:", err)
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "benchcheck:", err)
@@ -64,7 +64,10 @@ func main() {
 	}
 }
 
-var errNoBase = errors.New("no base commit to compare against")
+var (
+	errNoBase       = errors.New("no base commit to compare against")
+	errNoCodeChange = errors.New("nothing but Markdown differs from the base")
+)
 
 // check builds both binaries, runs the rounds and judges them.
 func check(ctx context.Context, c config, progress io.Writer) (string, []string, error) {
@@ -83,6 +86,9 @@ func check(ctx context.Context, c config, progress io.Writer) (string, []string,
 	}
 	if _, err := os.Stat(filepath.Join(baseTree, c.pkg)); err != nil {
 		return "", nil, fmt.Errorf("%w: %s has no package %s", errNoBase, c.base, c.pkg)
+	}
+	if docsOnly(ctx, c.repo, c.base) { // the same code twice: a minute spent measuring noise
+		return "", nil, fmt.Errorf("%w %s", errNoCodeChange, c.base)
 	}
 	bins := map[string]string{"base": filepath.Join(tmp, "base.test"), "head": filepath.Join(tmp, "head.test")}
 	trees := map[string]string{"base": baseTree, "head": c.repo}
@@ -125,6 +131,16 @@ func extract(ctx context.Context, repo, rev, dir string) error {
 		return fmt.Errorf("git archive %s: %w: %s", rev, err, stderr.Bytes())
 	}
 	return untar(bytes.NewReader(out), dir)
+}
+
+// docsOnly says whether the working tree's tracked files differ from rev, in Markdown files only.
+// No difference at all is not docs-only: that is the same code measured on purpose (-base HEAD).
+func docsOnly(ctx context.Context, repo, rev string) bool {
+	same := func(paths ...string) bool {
+		args := append([]string{"-C", repo, "diff", "--quiet", rev, "--"}, paths...)
+		return exec.CommandContext(ctx, "git", args...).Run() == nil
+	}
+	return same(".", ":(exclude)*.md") && !same(".")
 }
 
 // untar writes a git archive's regular files and directories under dir.
