@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -124,9 +125,12 @@ func newReadmeSession(t *testing.T, root string) *readmeSession {
 	return s
 }
 
-// freeAddr is a loopback address no one listens on now.
+// freeAddr is a loopback address no one listens on now. It is on a random address of 127/8, not
+// 127.0.0.1, so that the port, free when chosen and bound later, cannot be taken meanwhile by the
+// outgoing connections of other tests on this machine (their source address is 127.0.0.1).
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ip := net.IPv4(127, byte(1+rand.IntN(254)), byte(rand.IntN(256)), byte(1+rand.IntN(254)))
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
