@@ -100,7 +100,11 @@ func (k *pythonKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _
 	if !engineDeadline {
 		deadline = time.Time{}
 	}
-	stdin, err := pythonStdin(tool, input, "", deadline)
+	preamble, err := p.ReadPreamblePython()
+	if err != nil {
+		return nil, nil, setupError("read the Python preamble", err)
+	}
+	stdin, err := pythonStdin(tool, input, preamble, deadline)
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}

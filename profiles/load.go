@@ -192,7 +192,7 @@ func (d *decoder) fail(field, format string, args ...any) {
 	}
 }
 
-var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "budget", "limits", "description", "concurrency", "approvals", "propagate_trace"}
+var topFields = []string{"base_url", "credential", "routes", "request_headers", "health_check", "preamble", "preamble_python", "budget", "limits", "description", "concurrency", "approvals", "propagate_trace"}
 
 func (d *decoder) profile(raw map[string]any) *Profile {
 	d.unknown("", raw, topFields)
@@ -202,7 +202,8 @@ func (d *decoder) profile(raw map[string]any) *Profile {
 	p.Routes = d.routes(raw["routes"])
 	p.RequestHeaders = d.requestHeaders(raw["request_headers"], p.Credential.Header)
 	p.HealthCheck = d.healthCheck(raw["health_check"])
-	p.Preamble = d.preamble(raw["preamble"])
+	p.Preamble = d.preamble("preamble", raw["preamble"])
+	p.PreamblePython = d.preamble("preamble_python", raw["preamble_python"])
 	d.budget(raw["budget"], &p.Budget)
 	d.limits(raw["limits"], &p.Limits)
 	p.Description, _ = d.str("description", raw["description"], false)
@@ -352,8 +353,9 @@ func (d *decoder) healthCheck(v any) *Route {
 	return &r
 }
 
-func (d *decoder) preamble(v any) string {
-	s, ok := d.str("preamble", v, false)
+// preamble reads a client library field (preamble, preamble_python): a readable file under the cap.
+func (d *decoder) preamble(field string, v any) string {
+	s, ok := d.str(field, v, false)
 	if !ok || s == "" {
 		return ""
 	}
@@ -364,11 +366,11 @@ func (d *decoder) preamble(v any) string {
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
-		d.fail("preamble", "cannot read %s: %v", path, errors.Unwrap(err))
+		d.fail(field, "cannot read %s: %v", path, errors.Unwrap(err))
 	case fi.IsDir():
-		d.fail("preamble", "%s is a directory", path)
+		d.fail(field, "%s is a directory", path)
 	case fi.Size() > maxPreambleBytes:
-		d.fail("preamble", "%s is %d bytes, over the %d-byte cap", path, fi.Size(), maxPreambleBytes)
+		d.fail(field, "%s is %d bytes, over the %d-byte cap", path, fi.Size(), maxPreambleBytes)
 	}
 	return path
 }

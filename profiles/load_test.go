@@ -220,7 +220,7 @@ func TestLoadRefusals(t *testing.T) {
 		reason string // exact, with DIR standing for the profile's directory
 	}{
 		{"unknown top-level field", map[string]string{"zz": "budgets:\n  calls: 1"},
-			"budgets", "unknown field (known: base_url, credential, routes, request_headers, health_check, preamble, budget, limits, description, concurrency, approvals, propagate_trace)"},
+			"budgets", "unknown field (known: base_url, credential, routes, request_headers, health_check, preamble, preamble_python, budget, limits, description, concurrency, approvals, propagate_trace)"},
 		{"unknown credential field", map[string]string{"credential": "credential:\n  env: TOKEN\n  token: hunter2"},
 			"credential.token", "unknown field (known: header, scheme, env, file)"},
 		{"unknown limits field", map[string]string{"limits": "limits:\n  memroy: 64MiB"},
@@ -228,7 +228,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"unknown budget field", map[string]string{"budget": "budget:\n  call: 3"},
 			"budget.call", "unknown field (known: calls)"},
 		{"dotted key is not a path", map[string]string{"zz": "limits.memory: 64MiB"},
-			"limits.memory", "unknown field (known: base_url, credential, routes, request_headers, health_check, preamble, budget, limits, description, concurrency, approvals, propagate_trace)"},
+			"limits.memory", "unknown field (known: base_url, credential, routes, request_headers, health_check, preamble, preamble_python, budget, limits, description, concurrency, approvals, propagate_trace)"},
 
 		{"base_url missing", map[string]string{"base_url": ""}, "base_url", "is required"},
 		{"base_url empty", map[string]string{"base_url": `base_url: ""`}, "base_url", "must not be empty"},
@@ -355,6 +355,10 @@ func TestLoadRefusals(t *testing.T) {
 			"preamble", "cannot read DIR/missing.preamble.js: no such file or directory"},
 		{"preamble is a directory", map[string]string{"preamble": "preamble: ."},
 			"preamble", "DIR is a directory"},
+		{"preamble_python missing", map[string]string{"preamble_python": "preamble_python: missing.py"},
+			"preamble_python", "cannot read DIR/missing.py: no such file or directory"},
+		{"preamble_python is a directory", map[string]string{"preamble_python": "preamble_python: ."},
+			"preamble_python", "DIR is a directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,3 +16,15 @@ func (p *Profile) ReadPreamble() (string, error) {
 	}
 	return string(b), nil
 }
+
+// ReadPreamblePython returns the generated Python client the profile names, or "" when none.
+func (p *Profile) ReadPreamblePython() (string, error) {
+	if p.PreamblePython == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(p.PreamblePython)
+	if err != nil {
+		return "", fmt.Errorf("profile %s: preamble_python: %w", p.Name, err)
+	}
+	return string(b), nil
+}

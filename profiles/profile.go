@@ -18,6 +18,7 @@ type Profile struct {
 	RequestHeaders []string
 	HealthCheck    *Route // optional; a GET of a concrete path
 	Preamble       string // optional; absolute path of a generated client library
+	PreamblePython string // optional; absolute path of a generated Python client (specgen)
 	Budget         Budget // forwarded calls per run
 	Limits         Limits // resource limits, defaults filled in
 	Description    string // optional; what the grant is for, shown to the daemon's clients

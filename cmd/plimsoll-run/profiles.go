@@ -52,6 +52,9 @@ func summary(p *profiles.Profile) string {
 	if p.Preamble != "" {
 		parts = append(parts, "preamble "+p.Preamble)
 	}
+	if p.PreamblePython != "" {
+		parts = append(parts, "preamble_python "+p.PreamblePython)
+	}
 	if p.Concurrency != nil {
 		parts = append(parts, "concurrency "+p.Concurrency.String())
 	}

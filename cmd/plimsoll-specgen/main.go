@@ -2,7 +2,7 @@
 // needs for that API: the route list, a JavaScript client preamble, the tool description, the
 // one-line health file and a grant profile.
 //
-//	plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR] [-lang js]
+//	plimsoll-specgen [-emit routes|preamble|python|description|health|profile|all] [-o DIR] [-lang js]
 //	                 [-name NAME] [-methods GET,HEAD] [-tags T,...] [-exclude T,...]
 //	                 [-allow-file-refs] SPEC
 //
@@ -22,7 +22,7 @@ import (
 	"github.com/plimsoll/plimsoll/preamble/apigen"
 )
 
-const usageText = `usage: plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR]
+const usageText = `usage: plimsoll-specgen [-emit routes|preamble|python|description|health|profile|all] [-o DIR]
                         [-lang js] [-name NAME] [-methods GET,HEAD] [-tags T,...]
                         [-exclude T,...] [-allow-file-refs] SPEC
 
@@ -30,14 +30,16 @@ Reads one OpenAPI 3.0 or 3.1 document (YAML or JSON) and writes, from it alone:
   routes       the profile's route list: one "METHOD /path" line per operation, {param} as *
   preamble     a JavaScript client: api.getPet({petId: 42, ...query, body: {...}}), plus
                api.search("text") and api.describe("fn") to find functions from the tool
+  python       the same client for Python tools: await api.get_pet(petId=42, body={...}),
+               api.search("text") and api.describe("get_pet") on the same index
   description  the tool description an agent's model reads: every function when the listing
                fits 2,500 tokens, else an index (groups, how to search) within 1,500
   health       the health_check line, only when one GET operation is tagged
                x-plimsoll-health-check: true (a path named /status is not enough)
   profile      a grant profile skeleton (YAML)
-  all          all of the above into DIR: NAME.routes, NAME.preamble.js, NAME.description.txt,
-               NAME.health (when tagged) and NAME.yaml, which names the preamble and the
-               description (the MCP tool's text for this API) (default)
+  all          all of the above into DIR: NAME.routes, NAME.preamble.js, NAME.preamble.py,
+               NAME.description.txt, NAME.health (when tagged) and NAME.yaml, which names both
+               preambles and the description (the MCP tool's text for this API) (default)
 
 -methods, -tags and -exclude keep only some operations, for every kind: -methods GET,HEAD is a
 read-only grant; -tags keeps operations with one of the tags, then -exclude drops those with any
@@ -54,7 +56,7 @@ Exit status: 0 done; 1 I/O error; 2 usage error, unusable document or misused he
 Flags:
 `
 
-var kinds = []string{"routes", "preamble", "description", "health", "profile", "all"}
+var kinds = []string{"routes", "preamble", "python", "description", "health", "profile", "all"}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -185,9 +187,9 @@ func generate(stdout, stderr io.Writer, o options) error {
 		if err := apigen.WriteAll(spec, dir, name); err != nil {
 			return err
 		}
-		n := 4
+		n := 5
 		if tagged {
-			n = 5
+			n = 6
 		}
 		fmt.Fprintf(stderr, "specgen: wrote %d files for %s into %s\n", n, name, dir)
 		return nil
@@ -203,6 +205,11 @@ func generate(stdout, stderr io.Writer, o options) error {
 			return err
 		}
 		file = files.Preamble
+	case "python":
+		if text, err = spec.PythonClient(); err != nil {
+			return err
+		}
+		file = files.Python
 	case "description":
 		text, file = spec.Description(), files.Description
 	case "health":

@@ -24,7 +24,7 @@ func TestHelp(t *testing.T) {
 	code, out, errOut := runCLI("-h")
 	require.Equal(t, 0, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "usage: plimsoll-specgen [-emit routes|preamble|description|health|profile|all] [-o DIR]")
+	require.Contains(t, errOut, "usage: plimsoll-specgen [-emit routes|preamble|python|description|health|profile|all] [-o DIR]")
 	require.Contains(t, errOut, "-allow-file-refs")
 }
 
@@ -35,7 +35,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "specgen: no SPEC given"},
 		{[]string{"a.yaml", "b.yaml"}, "specgen: one SPEC only, got 2: a.yaml b.yaml"},
-		{[]string{"-emit", "everything", store}, `specgen: -emit "everything": want one of routes, preamble, description, health, profile, all`},
+		{[]string{"-emit", "everything", store}, `specgen: -emit "everything": want one of routes, preamble, python, description, health, profile, all`},
 		{[]string{"-lang", "py", store}, `specgen: -lang "py": only js is supported`},
 		{[]string{"-name", "../x", store}, `specgen: -name "../x": use letters, digits, '-' and '_' only`},
 	} {
@@ -79,7 +79,7 @@ func TestEmitAll(t *testing.T) {
 	code, out, errOut := runCLI("-emit", "all", "-o", dir, "-name", "pets", store)
 	require.Equal(t, 0, code, errOut)
 	require.Empty(t, out)
-	require.Equal(t, "specgen: wrote 5 files for pets into "+dir+"\n", errOut)
+	require.Equal(t, "specgen: wrote 6 files for pets into "+dir+"\n", errOut)
 	for _, f := range []string{"pets.routes", "pets.preamble.js", "pets.description.txt", "pets.health", "pets.yaml"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)

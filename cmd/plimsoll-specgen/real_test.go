@@ -33,7 +33,7 @@ func TestRealDocuments(t *testing.T) {
 			dir := t.TempDir()
 			code, _, errOut := runCLI("-o", dir, spec)
 			require.Equal(t, 0, code, errOut)
-			require.Contains(t, errOut, "specgen: wrote 4 files for "+name+" into "+dir)
+			require.Contains(t, errOut, "specgen: wrote 5 files for "+name+" into "+dir)
 			if name == "github" {
 				require.Contains(t, errOut, `specgen: paths "/orgs/{org}/attestations/{attestation_id}" and "/orgs/{org}/attestations/{subject_digest}" differ only in parameter names`)
 				require.Contains(t, errOut, `share the grant line "GET /repos/*/*/compare/*"`)

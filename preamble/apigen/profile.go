@@ -337,6 +337,7 @@ func EnvName(name string) string {
 type ProfileOptions struct {
 	Name     string // base name; sets env NAME_TOKEN. Default: Spec.Name()
 	Preamble string // the generated preamble's file, relative to the profile file; "" for none
+	Python   string // the generated Python client's file, likewise
 	// Description is the tool description's file, relative to the profile file; "" for none.
 	// MCP tools (plimsoll-run mcp, /mcp) use its text as the profile's API.
 	Description string
@@ -392,6 +393,9 @@ func (s *Spec) Profile(opts ProfileOptions) ([]byte, error) {
 	}
 	if opts.Preamble != "" {
 		b.WriteString("preamble: " + yamlScalar(opts.Preamble) + "\n")
+	}
+	if opts.Python != "" {
+		b.WriteString("preamble_python: " + yamlScalar(opts.Python) + "\n")
 	}
 	if opts.Description != "" {
 		b.WriteString("description: " + yamlScalar(opts.Description) + " # the MCP tool's description of this API\n")

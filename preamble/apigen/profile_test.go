@@ -139,14 +139,18 @@ func TestWriteAll(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	require.ElementsMatch(t, []string{
-		"sample-store.routes", "sample-store.preamble.js", "sample-store.description.txt",
+		"sample-store.routes", "sample-store.preamble.js", "sample-store.preamble.py", "sample-store.description.txt",
 		"sample-store.health", "sample-store.yaml",
 	}, names)
 	require.Equal(t, strings.Join(storeRoutes, "\n")+"\n", readFile(t, filepath.Join(dir, "sample-store.routes")))
 	require.Equal(t, "GET /status\n", readFile(t, filepath.Join(dir, "sample-store.health")))
 	pre, _ := s.Preamble()
 	require.Equal(t, pre, readFile(t, filepath.Join(dir, "sample-store.preamble.js")))
+	py, err := s.PythonClient()
+	require.NoError(t, err)
+	require.Equal(t, py, readFile(t, filepath.Join(dir, "sample-store.preamble.py")))
 	require.Equal(t, s.Description(), readFile(t, filepath.Join(dir, "sample-store.description.txt")))
+	require.Contains(t, readFile(t, filepath.Join(dir, "sample-store.yaml")), "\npreamble_python: sample-store.preamble.py\n")
 	prof := parseProfile(t, []byte(readFile(t, filepath.Join(dir, "sample-store.yaml"))))
 	require.Equal(t, "sample-store.preamble.js", prof.Preamble, "the profile names its preamble, relative to itself")
 	require.Equal(t, "SAMPLE_STORE_TOKEN", prof.Credential.Env)

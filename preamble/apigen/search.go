@@ -189,3 +189,7 @@ func literalPath(path string) string {
 	}
 	return b.String()
 }
+
+// SearchWords is searchWords for the clients' agreement tests: the Python client's _words and
+// the JavaScript preamble's words must split every text the same way.
+func SearchWords(text string) []string { return searchWords(text) }

@@ -13,6 +13,7 @@ import (
 type Files struct {
 	Routes      string // NAME.routes: the route list, one per line
 	Preamble    string // NAME.preamble.js: the client library
+	Python      string // NAME.preamble.py: the Python client library
 	Description string // NAME.description.txt: the tool description
 	Health      string // NAME.health: the health line, only when an operation is tagged
 	Profile     string // NAME.yaml: the grant profile, naming the preamble
@@ -23,6 +24,7 @@ func FilesFor(name string) Files {
 	return Files{
 		Routes:      name + ".routes",
 		Preamble:    name + ".preamble.js",
+		Python:      name + ".preamble.py",
 		Description: name + ".description.txt",
 		Health:      name + ".health",
 		Profile:     name + ".yaml",
@@ -46,11 +48,15 @@ func WriteAll(spec *Spec, dir, name string) error {
 		return err
 	}
 	f := FilesFor(name)
-	profile, err := spec.Profile(ProfileOptions{Name: name, Preamble: f.Preamble, Description: f.Description})
+	profile, err := spec.Profile(ProfileOptions{Name: name, Preamble: f.Preamble, Python: f.Python, Description: f.Description})
 	if err != nil {
 		return err
 	}
 	preamble, err := spec.Preamble()
+	if err != nil {
+		return err
+	}
+	python, err := spec.PythonClient()
 	if err != nil {
 		return err
 	}
@@ -60,6 +66,7 @@ func WriteAll(spec *Spec, dir, name string) error {
 	outputs := []struct{ file, text string }{
 		{f.Routes, strings.Join(spec.Routes(), "\n") + "\n"},
 		{f.Preamble, preamble},
+		{f.Python, python},
 		{f.Description, spec.Description()},
 	}
 	if tagged {
