@@ -198,7 +198,8 @@ type ReloadAnswer struct {
 	Profiles   ProfilesReload `json:"profiles"`
 	Clients    ClientsReload  `json:"clients"`
 	Generation int            `json:"generation"`
-	Refused    bool           `json:"refused"` // anything refused: a profile file or the clients file
+	Refused    bool           `json:"refused"`         // anything refused: a profile file or the clients file
+	Fleet      *FleetReload   `json:"fleet,omitempty"` // with --fleet: the other replicas' answers (fleetlink.go)
 }
 
 func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +211,7 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 	a := ReloadAnswer{Profiles: prof, Clients: s.reloadClients()}
 	_, a.Generation = s.store.State()
 	a.Refused = len(prof.Refused) > 0 || a.Clients.Refused != nil
+	a.Fleet = s.reloadFleet(r.Context())
 	s.log.Info("reload by the operator", "added", len(prof.Added), "changed", len(prof.Changed),
 		"removed", len(prof.Removed), "refused", len(prof.Refused), "clients_refused", a.Clients.Refused != nil)
 	writeJSON(w, http.StatusOK, a)

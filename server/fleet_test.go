@@ -145,8 +145,87 @@ func TestFleetPartitionKeepsFlagsAndHeals(t *testing.T) {
 	for _, d := range []*daemon{a, b} {
 		eventually(t, func() bool { return degraded(t, d) == "" }, "replica %s healed", d.api)
 	}
+	// After the heal each lists the other live again from fresh heartbeats.
+	eventually(t, func() bool {
+		live := 0
+		for _, m := range fleetOf(t, a).Replicas {
+			if !m.Stale {
+				live++
+			}
+		}
+		return live == 2
+	}, "a lists a and b live after the heal")
 	if resp, body := b.adm("DELETE", "/admin/profiles/petstore/force-open", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("clear after the heal: %d %s", resp.StatusCode, body)
 	}
 	eventually(t, func() bool { return a.adminState("petstore").ForcedOpen == nil }, "a applies a clear made after the heal")
+}
+
+// fleetOf reads the fleet part of d's admin state.
+func fleetOf(t *testing.T, d *daemon) server.FleetState {
+	resp, b := d.adm("GET", "/admin/state", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /admin/state: %d %s", resp.StatusCode, b)
+	}
+	st := decode[server.AdminState](t, b)
+	if st.Fleet == nil {
+		t.Fatalf("admin state without its fleet: %s", b)
+	}
+	return *st.Fleet
+}
+
+// Every replica's admin state lists the fleet from heartbeats; one serving other profiles is
+// marked; a reload asked on one replica is answered by every other.
+func TestFleetStateListsReplicasAndReloadReachesThem(t *testing.T) {
+	ns := startNATS(t)
+	up := newUpstream(t)
+	a, b, c := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "b")), start(t, up, inFleet(ns, "c"))
+	names := func(f server.FleetState) string {
+		var s []string
+		for _, m := range f.Replicas {
+			if !m.Stale {
+				s = append(s, m.Replica)
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	for _, d := range []*daemon{a, b, c} {
+		eventually(t, func() bool { return names(fleetOf(t, d)) == "a,b,c" }, "replica %s lists a, b and c", d.api)
+	}
+	if f := fleetOf(t, a); f.Replicas[2].DigestDiffers || f.Warning != "" {
+		t.Fatalf("replicas serving the same files: %+v", f)
+	}
+
+	writeProfile(t, c.dir, "petstore", up.URL, "description: changed on c only\n")
+	resp, body := a.adm("POST", "/admin/reload", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("reload: %d %s", resp.StatusCode, body)
+	}
+	fr := decode[server.ReloadAnswer](t, body).Fleet
+	if fr == nil || len(fr.Replicas) != 2 || len(fr.Missing) != 0 {
+		t.Fatalf("reload on a was not answered by b and c: %s", body)
+	}
+	for _, r := range fr.Replicas {
+		if want := r.Replica == "c"; r.Differs != want || (r.Digest == fr.Digest) == want {
+			t.Fatalf("reload answer from %s: digest %s (a: %s) differs=%v: %s", r.Replica, r.Digest, fr.Digest, r.Differs, body)
+		}
+	}
+	for _, d := range []*daemon{b, c} {
+		if !strings.Contains(d.logs.String(), "reload asked by the fleet") {
+			t.Fatalf("replica %s did not log the fleet's reload", d.api)
+		}
+	}
+	eventually(t, func() bool { f := fleetOf(t, a); return f.Replicas[2].Replica == "c" && f.Replicas[2].DigestDiffers },
+		"a's admin state marks c as serving another profile set")
+}
+
+// Two live replicas with one name: both warn, in admin state and in the log.
+func TestFleetWarnsOfASharedReplicaName(t *testing.T) {
+	ns := startNATS(t)
+	up := newUpstream(t)
+	a, twin := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "a"))
+	for _, d := range []*daemon{a, twin} {
+		eventually(t, func() bool { return strings.Contains(fleetOf(t, d).Warning, `also named "a"`) }, "replica %s warns in admin state", d.api)
+		eventually(t, func() bool { return strings.Contains(d.logs.String(), "another live replica uses this replica's name") }, "replica %s logs the shared name", d.api)
+	}
 }

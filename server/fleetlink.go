@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"time"
@@ -26,6 +28,14 @@ func (s *Server) joinFleet(ctx context.Context) error {
 		return &ConfigError{Flag: "fleet", Reason: err.Error()}
 	}
 	s.fleet = f
+	if err := f.OnReload(s.reloadAskedByFleet); err != nil {
+		f.Close()
+		return &ConfigError{Flag: "fleet", Reason: err.Error()}
+	}
+	if err := f.Heartbeat(ctx, s.fleetStatus, s.log.Warn); err != nil {
+		f.Close()
+		return &ConfigError{Flag: "fleet", Reason: err.Error()}
+	}
 	s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "plimsoll_fleet_degraded",
 		Help: "1 while the fleet's NATS is unreachable: the replica serves with its last known flags."},
 		func() float64 { return b2f(f.Degraded() != "") }))
@@ -71,16 +81,82 @@ func fleetRefused(w http.ResponseWriter, err error) {
 	refuse(w, http.StatusServiceUnavailable, "fleet", fmt.Sprint("the action holds on this replica only; the fleet's bucket refused it: ", err))
 }
 
+// fleetStatus is what this replica's heartbeat says: its live runs and its profile set's digest.
+func (s *Server) fleetStatus() fleet.Status {
+	return fleet.Status{LiveRuns: s.adm.Stats().Live, Digest: s.profileSetDigest()}
+}
+
+// profileSetDigest is a sha256 over the names and served contents of every loaded profile, so two
+// replicas serving the same files show the same digest.
+func (s *Server) profileSetDigest() string {
+	files, _ := s.store.State()
+	h := sha256.New()
+	for _, f := range files { // sorted by file
+		if f.Version > 0 {
+			fmt.Fprintf(h, "%s\x00%x\n", f.Name, f.digest)
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
 // FleetState is this replica's view of its fleet in GET /admin/state.
 type FleetState struct {
 	Name     string `json:"name"`
 	Replica  string `json:"replica"`
 	Degraded string `json:"degraded,omitempty"` // why NATS is unreachable; the last known flags hold meanwhile
+	Digest   string `json:"digest"`             // this replica's profile set; replicas serving another are marked
+	// Warning names a fleet misconfiguration, such as two live replicas with one name.
+	Warning  string         `json:"warning,omitempty"`
+	Replicas []fleet.Member `json:"replicas"` // every replica's last heartbeat, stale ones marked
 }
 
 func (s *Server) fleetState() *FleetState {
 	if s.fleet == nil {
 		return nil
 	}
-	return &FleetState{Name: s.cfg.Fleet.Name, Replica: s.cfg.Fleet.Replica, Degraded: s.fleet.Degraded()}
+	st := &FleetState{Name: s.cfg.Fleet.Name, Replica: s.cfg.Fleet.Replica, Degraded: s.fleet.Degraded(),
+		Digest: s.profileSetDigest(), Replicas: s.fleet.Members()}
+	if s.fleet.NameShared() {
+		st.Warning = fmt.Sprintf("another live replica is also named %q: give each a --replica of its own", st.Replica)
+	}
+	return st
+}
+
+// FleetReload is the fleet part of POST /admin/reload's answer: every other live replica's
+// outcome, and the replicas that did not answer in time.
+type FleetReload struct {
+	Digest   string              `json:"digest"` // the asking replica's profile set after its reload
+	Replicas []fleet.ReloadReply `json:"replicas"`
+	Missing  []string            `json:"missing,omitempty"`
+	Error    string              `json:"error,omitempty"` // the reload could not be sent to the fleet
+}
+
+// reloadFleet sends an operator's reload to the other replicas and gathers their answers.
+func (s *Server) reloadFleet(ctx context.Context) *FleetReload {
+	if s.fleet == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, fleet.ReloadWait)
+	defer cancel()
+	fr := &FleetReload{Digest: s.profileSetDigest(), Replicas: []fleet.ReloadReply{}}
+	replies, missing, err := s.fleet.Reload(ctx, fr.Digest)
+	if err != nil {
+		fr.Error = err.Error()
+	}
+	fr.Replicas = append(fr.Replicas, replies...)
+	fr.Missing = missing
+	return fr
+}
+
+// reloadAskedByFleet reloads profiles and clients for a reload another replica's operator asked.
+func (s *Server) reloadAskedByFleet() fleet.ReloadReply {
+	prof, err := s.store.ReloadAll()
+	if err != nil {
+		s.log.Error("reload asked by the fleet failed", "error", err.Error())
+		return fleet.ReloadReply{Digest: s.profileSetDigest(), Error: err.Error()}
+	}
+	cl := s.reloadClients()
+	s.log.Info("reload asked by the fleet", "added", len(prof.Added), "changed", len(prof.Changed),
+		"removed", len(prof.Removed), "refused", len(prof.Refused), "clients_refused", cl.Refused != nil)
+	return fleet.ReloadReply{Digest: s.profileSetDigest(), Refused: len(prof.Refused)}
 }

@@ -46,3 +46,34 @@ func BenchmarkPropagation(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkReloadFanOut measures an operator's reload across three replicas: a asks, b and c
+// answer (their reload itself is a no-op here, so this is the fleet's round trip only).
+func BenchmarkReloadFanOut(b *testing.B) {
+	ns := startNATS(b)
+	var fs []*fleet.Fleet
+	for _, name := range []string{"a", "b", "c"} {
+		f, _ := join(b, ns, name)
+		if err := f.OnReload(func() fleet.ReloadReply { return fleet.ReloadReply{Digest: "d"} }); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Heartbeat(context.Background(), func() fleet.Status { return fleet.Status{Digest: "d"} }, b.Logf); err != nil {
+			b.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	for end := time.Now().Add(30 * time.Second); len(fs[0].Members()) < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			b.Fatal("a does not list b and c")
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), fleet.ReloadWait)
+		replies, missing, err := fs[0].Reload(ctx, "d")
+		cancel()
+		if err != nil || len(replies) != 2 || len(missing) != 0 {
+			b.Fatalf("reload: %d replies, missing %v, %v", len(replies), missing, err)
+		}
+	}
+}

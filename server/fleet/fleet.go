@@ -56,6 +56,7 @@ type Options struct {
 	CAFile    string // TLS: the CA that signs the server's certificate
 	CertFile  string // TLS client certificate and key, if the server asks for one
 	KeyFile   string
+	Now       func() time.Time // the clock heartbeats are stamped and judged by; nil is time.Now
 }
 
 // ErrBadOptions is returned by Join for options that cannot name a fleet.
@@ -69,7 +70,15 @@ type Fleet struct {
 	apply func(Change)
 
 	mu       sync.Mutex
-	degraded string // why the fleet is unreachable; "" while connected
+	degraded string          // why the fleet is unreachable; "" while connected
+	roster   map[string]Beat // the last heartbeat of every instance, by key (beat.go)
+	own      Beat            // this replica's last heartbeat
+
+	instance  string // this process, told apart from another with the same Replica name
+	beats     jetstream.KeyValue
+	beatWatch jetstream.KeyWatcher
+	done      chan struct{}  // closed by Close: the heartbeats stop
+	beating   sync.WaitGroup // the heartbeat loop, waited for so no beat lands after Close deletes it
 
 	applyMu sync.Mutex           // one watch applies at a time
 	watch   jetstream.KeyWatcher // the current watch; a stopped one's stragglers are dropped
@@ -85,7 +94,7 @@ func Join(ctx context.Context, opt Options, apply func(Change)) (*Fleet, error) 
 		return nil, fmt.Errorf("%w: URL, Name (no spaces, dots or wildcards) and Replica are required (URL=%q Name=%q Replica=%q)",
 			ErrBadOptions, opt.URL, opt.Name, opt.Replica)
 	}
-	f := &Fleet{opt: opt, apply: apply, known: map[string]Flag{}}
+	f := &Fleet{opt: opt, apply: apply, known: map[string]Flag{}, roster: map[string]Beat{}, instance: newInstance(), done: make(chan struct{})}
 	nc, err := nats.Connect(opt.URL, f.natsOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: connect %s: %w", opt.URL, err)
@@ -131,6 +140,9 @@ func (f *Fleet) open(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("fleet: flags bucket: %w", err)
+	}
+	if err := f.openBeats(ctx, js); err != nil {
+		return err
 	}
 	return f.watchAll(ctx)
 }
@@ -183,6 +195,10 @@ func (f *Fleet) rewatch() {
 	defer cancel()
 	if err := f.watchAll(ctx); err != nil {
 		f.setDegraded(fmt.Sprint("NATS is back but the flags could not be re-read: ", err))
+		return
+	}
+	if err := f.watchBeats(); err != nil {
+		f.setDegraded(fmt.Sprint("NATS is back but the replicas could not be re-read: ", err))
 		return
 	}
 	f.setDegraded("")
@@ -264,13 +280,27 @@ func (f *Fleet) setDegraded(why string) {
 	f.mu.Unlock()
 }
 
-// Close stops the watch and leaves the fleet; the flags stay in the bucket.
+// Close stops the watches and heartbeats and leaves the fleet (its heartbeat deleted, so it is not
+// shown stale); the flags stay in the bucket.
 func (f *Fleet) Close() {
 	f.applyMu.Lock()
+	if f.closed {
+		f.applyMu.Unlock()
+		return
+	}
 	f.closed = true
 	if f.watch != nil {
 		_ = f.watch.Stop()
 	}
 	f.applyMu.Unlock()
+	close(f.done)
+	f.beating.Wait()
+	f.mu.Lock()
+	bw := f.beatWatch
+	f.mu.Unlock()
+	_ = bw.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = f.beats.Delete(ctx, Beat{Replica: f.opt.Replica, Instance: f.instance}.key())
+	cancel()
 	f.nc.Close()
 }

@@ -1,0 +1,27 @@
+package fleet_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plimsoll/plimsoll/server/fleet"
+)
+
+// Roster marks a replica silent for more than five seconds stale, and one serving other
+// profiles than the asking replica.
+func ExampleRoster() {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	own := fleet.Beat{Replica: "r1", Instance: "i1", At: now, Status: fleet.Status{Digest: "sha256:aa"}}
+	beats := []fleet.Beat{
+		own,
+		{Replica: "r2", Instance: "i2", At: now.Add(-time.Second), Status: fleet.Status{Digest: "sha256:bb"}},
+		{Replica: "r3", Instance: "i3", At: now.Add(-6 * time.Second), Status: fleet.Status{Digest: "sha256:aa"}},
+	}
+	for _, m := range fleet.Roster(beats, own, now) {
+		fmt.Printf("%s stale=%v other-profiles=%v\n", m.Replica, m.Stale, m.DigestDiffers)
+	}
+	// Output:
+	// r1 stale=false other-profiles=false
+	// r2 stale=false other-profiles=true
+	// r3 stale=true other-profiles=false
+}
