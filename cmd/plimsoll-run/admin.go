@@ -16,7 +16,7 @@ import (
 )
 
 const adminSynopsis = `plimsoll-run admin state [--profile NAME] [--admin ADDR] [--token-env NAME] [--json]
-       plimsoll-run admin force-open NAME [--route "METHOD /path"] --reason R [--admin ADDR] [--token-env NAME] [--json]
+       plimsoll-run admin force-open NAME [--route "METHOD /path"] --reason R [--operator NAME] [--admin ADDR] [--token-env NAME] [--json]
        plimsoll-run admin clear NAME [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--json]
        plimsoll-run admin reload [--admin ADDR] [--token-env NAME] [--json]
 ` + limitsSynopsis + `
@@ -42,6 +42,7 @@ type adminCmd struct {
 	e                               env
 	retune                          func() map[string]any // the retune flags given (adminlimits.go)
 	route                           string                // force-open and clear per route pattern
+	operator                        string                // sent as Plimsoll-Operator: who acted, kept in a fleet's bucket
 }
 
 func cmdAdmin(ctx context.Context, args []string, e env) int {
@@ -59,6 +60,7 @@ func cmdAdmin(ctx context.Context, args []string, e env) int {
 	fs.StringVar(&c.addr, "admin", envOr(e, "PLIMSOLL_ADMIN", server.DefaultAdmin), "the daemon's admin `ADDR` (host:port or http://host:port; default $PLIMSOLL_ADMIN, else 127.0.0.1:7071)")
 	fs.StringVar(&c.tokenEnv, "token-env", "PLIMSOLL_ADMIN_TOKEN", "environment variable `NAME` holding the admin token, if the daemon wants one")
 	fs.BoolVar(&c.json, "json", false, "print the daemon's JSON answer, for scripts")
+	fs.StringVar(&c.operator, "operator", e.getenv("USER"), "who acts (`NAME`, default $USER): sent as Plimsoll-Operator and kept with a fleet's flags")
 	switch sub {
 	case "state":
 		fs.StringVar(&c.profile, "profile", "", "only profile `NAME`")
@@ -155,6 +157,9 @@ func (c adminCmd) do(ctx context.Context, method, path string, body any, print f
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.operator != "" {
+		req.Header.Set("Plimsoll-Operator", c.operator)
 	}
 	if tok := c.e.getenv(c.tokenEnv); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
@@ -263,6 +268,7 @@ func (c adminCmd) printState(b []byte) int {
 		}
 		tw.Flush()
 	}
+	printFleet(w, st.At, st.Fleet)
 	return exitOK
 }
 
@@ -333,6 +339,7 @@ func (c adminCmd) printReload(b []byte) int {
 	default:
 		fmt.Fprintf(w, "clients: added %s; changed %s; removed %s\n", list(cl.Added), list(cl.Changed), list(cl.Removed))
 	}
+	printFleetReload(w, a.Fleet)
 	if a.Refused {
 		return exitTool
 	}
