@@ -156,31 +156,9 @@ func (k *jsKind) ended(st *runState, ret int32, callErr error) (error, bool) {
 	return nil, false
 }
 
-// engineLimit reports a run the engine stopped at a limit: out of memory is the memory limit
-// (the host refused the growth), the deadline is the run's timeout (the host's own clock says so
-// a moment later, if not already), anything else a guest limit.
+// engineLimit reports a run the engine stopped at a limit (engineStopped, outcome.go).
 func (k *jsKind) engineLimit(st *runState) error {
-	const prefix = "plimsoll: limit: "
-	last := bytes.TrimRight(st.stderr.buf.Bytes(), "\n")
-	switch {
-	case st.inst.mem.refused != 0 || bytes.HasSuffix(last, []byte(prefix+jsguest.LimitMemory)):
-		return memoryLimit(st.inst.mem.limit)
-	case bytes.HasSuffix(last, []byte(prefix+jsguest.LimitDeadline)):
-		if k.rt.closed.Load() {
-			return ErrClosed
-		}
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		select {
-		case <-st.ctx.Done():
-		case <-t.C:
-		}
-		if st.ctx.Err() != nil {
-			return contextError(st.ctx)
-		}
-		return &TimeoutError{}
-	}
-	return guestLimit(st.stderr.buf.Bytes())
+	return engineStopped(k.rt, st, jsguest.LimitMemory, jsguest.LimitDeadline)
 }
 
 func (k *jsKind) stop(ctx context.Context) {

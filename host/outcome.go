@@ -1,9 +1,11 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -78,4 +80,32 @@ func (rt *Runtime) startError(runCtx context.Context, err error) error {
 		err = setupError("instantiate the module", err)
 	}
 	return &startFailure{err: err}
+}
+
+// engineStopped reports a run an engine guest (QuickJS-ng, CPython) stopped at a limit, from the
+// last line of its log: out of memory is the memory limit (or the host refused a growth), the
+// deadline is the run's timeout (the host's own clock says so a moment later, if not already),
+// anything else a guest limit such as the recursion depth.
+func engineStopped(rt *Runtime, st *runState, memory, deadline string) error {
+	const prefix = "plimsoll: limit: "
+	last := bytes.TrimRight(st.stderr.buf.Bytes(), "\n")
+	switch {
+	case st.inst.mem.refused != 0 || bytes.HasSuffix(last, []byte(prefix+memory)):
+		return memoryLimit(st.inst.mem.limit)
+	case bytes.HasSuffix(last, []byte(prefix+deadline)):
+		if rt.closed.Load() {
+			return ErrClosed
+		}
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-st.ctx.Done():
+		case <-t.C:
+		}
+		if st.ctx.Err() != nil {
+			return contextError(st.ctx)
+		}
+		return &TimeoutError{}
+	}
+	return guestLimit(st.stderr.buf.Bytes())
 }

@@ -171,31 +171,9 @@ func (k *pythonKind) ended(st *runState, ret int32, callErr error) (error, bool)
 	return nil, false
 }
 
-// guestStopped reports a run the interpreter stopped at a limit: out of memory is the memory
-// limit, the deadline is the run's timeout (the host's own clock says so a moment later, if not
-// already), anything else a guest limit such as the recursion depth.
+// guestStopped reports a run the interpreter stopped at a limit (engineStopped, outcome.go).
 func (k *pythonKind) guestStopped(st *runState) error {
-	const prefix = "plimsoll: limit: "
-	last := bytes.TrimRight(st.stderr.buf.Bytes(), "\n")
-	switch {
-	case st.inst.mem.refused != 0 || bytes.HasSuffix(last, []byte(prefix+pyguest.LimitMemory)):
-		return memoryLimit(st.inst.mem.limit)
-	case bytes.HasSuffix(last, []byte(prefix+pyguest.LimitDeadline)):
-		if k.rt.closed.Load() {
-			return ErrClosed
-		}
-		t := time.NewTimer(time.Second)
-		defer t.Stop()
-		select {
-		case <-st.ctx.Done():
-		case <-t.C:
-		}
-		if st.ctx.Err() != nil {
-			return contextError(st.ctx)
-		}
-		return &TimeoutError{}
-	}
-	return guestLimit(st.stderr.buf.Bytes())
+	return engineStopped(k.rt, st, pyguest.LimitMemory, pyguest.LimitDeadline)
 }
 
 func (k *pythonKind) stop(context.Context) {}
