@@ -51,7 +51,7 @@ Usage:
                      [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE]]
                      the daemon: /v1, and MCP over streamable HTTP at /mcp
   plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--profile NAME]
-                     [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--json]
+                     [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--operator NAME] [--json]
   plimsoll-run admin limits [--profile NAME] | retune NAME [--limit gradient2|aimd|N] [--min N]
                      [--max N] [--max-queue N] [--queue-timeout D] [--admin ADDR] [--token-env NAME] [--json]
   plimsoll-run admin approvals|approve ID [--hash H]|decline ID [--reason R] [--admin ADDR]
