@@ -127,7 +127,7 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 	if !engineDeadline {
 		deadline = time.Time{}
 	}
-	stdin, err := jsStdin(tool, input, preamble, deadline)
+	stdin, err := engineStdin(tool, input, preamble, deadline)
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
@@ -202,8 +202,9 @@ type jsRequest struct {
 
 var errInputNotJSON = errors.New("the input is not valid JSON")
 
-// jsStdin builds the JS engine's stdin. Empty input is null; a zero deadline is none.
-func jsStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
+// engineStdin builds an engine guest's stdin (QuickJS-ng and CPython read the same request).
+// Empty input is null; a zero deadline is none.
+func engineStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
 	in := json.RawMessage("null")
 	if len(bytes.TrimSpace(input)) > 0 {
 		if !json.Valid(input) {

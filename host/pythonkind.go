@@ -3,7 +3,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -104,28 +103,11 @@ func (k *pythonKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _
 	if err != nil {
 		return nil, nil, setupError("read the Python preamble", err)
 	}
-	stdin, err := pythonStdin(tool, input, preamble, deadline)
+	stdin, err := engineStdin(tool, input, preamble, deadline) // the Python engine reads the JS engine's request
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
 	return g, stdin, nil
-}
-
-// pythonStdin is the engine's request (guests/python). Empty input is null; a zero deadline is
-// none.
-func pythonStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
-	in := json.RawMessage("null")
-	if len(bytes.TrimSpace(input)) > 0 {
-		if !json.Valid(input) {
-			return nil, errInputNotJSON
-		}
-		in = input
-	}
-	req := jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name}
-	if !deadline.IsZero() {
-		req.DeadlineUnixMs = deadline.UnixMilli()
-	}
-	return json.Marshal(req)
 }
 
 func (k *pythonKind) pooled(*guest, uint64) *instance { return nil }
