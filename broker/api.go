@@ -69,6 +69,12 @@ type Config struct {
 	// Approver, when set, is asked about every call under the profile's approvals routes; with
 	// none, such calls are refused (403 approval_unavailable), never forwarded.
 	Approver Approver
+	// Quota, when set, is asked once for each call the breaker and the run's budget let go on,
+	// before it is forwarded: an error refuses the call (429, outcome over_budget, the error's
+	// text as reason, and Retry-After when the error has a RetryAfter() int method). The
+	// daemon's per-client calls quota is one (server/quota). It must be cheap and never block:
+	// it is asked under the run's lock.
+	Quota func() error
 
 	// TraceParent is the W3C traceparent that forwarded calls carry upstream when the profile
 	// has propagate_trace (never probes); "" for none.

@@ -58,3 +58,40 @@ func TestBudgetIsPerRun(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, get(t, a, "/pets").Status)
 	assert.Len(t, api.requests(), 2)
 }
+
+// quotaSpent is a client quota's refusal as the daemon's quota counter gives it.
+type quotaSpent struct{ after int }
+
+func (q quotaSpent) Error() string   { return "client ana is over its quota of 2 calls per minute" }
+func (q quotaSpent) RetryAfter() int { return q.after }
+
+// TestQuotaRefusesAfterTheBudgetAllows: the client's calls quota is asked for each call the
+// budget lets go on; its refusal is the guest's 429 over_budget with the quota named and the
+// window's Retry-After, on the trace and counters, and nothing reaches the upstream.
+func TestQuotaRefusesAfterTheBudgetAllows(t *testing.T) {
+	api := newUpstream(t, nil)
+	p := writeProfile(t, api.URL, petRoutes+"budget:\n  calls: 5\n")
+	left := 2
+	run, err := broker.New(broker.Config{Profile: p, Quota: func() error {
+		if left == 0 {
+			return quotaSpent{after: 17}
+		}
+		left--
+		return nil
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, get(t, run, "/owners").Status, "a denied call does not ask the quota")
+	require.Equal(t, http.StatusOK, get(t, run, "/pets").Status)
+	require.Equal(t, http.StatusOK, get(t, run, "/pets").Status)
+	g := get(t, run, "/pets/1")
+	assert.Equal(t, http.StatusTooManyRequests, g.Status)
+	assert.Equal(t, []string{"17"}, g.Headers["Retry-After"])
+	assert.Equal(t, "client ana is over its quota of 2 calls per minute", g.own(t).Reason)
+	assert.Len(t, api.requests(), 2, "nothing past the quota reaches the upstream")
+	assert.Equal(t, broker.Counters{HostCalls: 4, Forwarded: 2, OverBudget: 1, Denied: 1}, run.Counters())
+	last := run.Trace()[3]
+	assert.Equal(t, broker.OverBudget, last.Outcome)
+	assert.Contains(t, last.Reason, "quota of 2 calls per minute")
+	a := run.Finish(broker.StatusOK, nil)
+	assert.Equal(t, 1, a.OverBudget, "the audit line counts the refused call")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/plimsoll/plimsoll/breaker"
@@ -78,7 +79,11 @@ func (r *Broker) refuseAtGate(entry TraceEntry, a verdict, t0 time.Time) (resp R
 	case Shed:
 		return r.answer(entry, shedAnswer(a.reason, a.retryAfter), Shed, a.reason, t0), true
 	case OverBudget:
-		return r.answer(entry, ownAnswer(http.StatusTooManyRequests, OverBudget, a.reason, nil), OverBudget, a.reason, t0), true
+		var h http.Header
+		if a.retryAfter > 0 { // a client's quota: its window's end
+			h = http.Header{"Retry-After": {strconv.Itoa(a.retryAfter)}}
+		}
+		return r.answer(entry, ownAnswer(http.StatusTooManyRequests, OverBudget, a.reason, h), OverBudget, a.reason, t0), true
 	}
 	return Response{}, false
 }
@@ -120,6 +125,15 @@ func (r *Broker) spendLocked(a verdict) verdict {
 	if r.spent >= r.profile.Budget.Calls {
 		a.outcome, a.reason = OverBudget, fmt.Sprintf("budget of %d forwarded calls is spent", r.profile.Budget.Calls)
 		return a
+	}
+	if r.quota != nil {
+		if err := r.quota(); err != nil {
+			a.outcome, a.reason = OverBudget, err.Error()
+			if ra, ok := err.(interface{ RetryAfter() int }); ok {
+				a.retryAfter = ra.RetryAfter()
+			}
+			return a
+		}
 	}
 	r.spent++
 	return a

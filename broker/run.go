@@ -35,6 +35,7 @@ type Broker struct {
 	tool        string
 	onRecord    func(TraceEntry)      // optional live view of the trace
 	forcedOpen  func() (string, bool) // the operator's flag for the profile; nil when none
+	quota       func() error          // the client's calls quota; nil when none
 	approver    Approver              // asks a person about gated calls; nil refuses them
 	traceParent []string              // sent on forwarded calls; nil unless the profile propagates it
 
@@ -69,6 +70,7 @@ func New(cfg Config) (*Broker, error) {
 		tool:       cfg.Tool,
 		onRecord:   cfg.OnRecord,
 		forcedOpen: cfg.ForcedOpen,
+		quota:      cfg.Quota,
 		approver:   cfg.Approver,
 		allowed:    allowedHeaders(p),
 		breaker:    breaker.New(p.HealthCheck != nil),

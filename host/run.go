@@ -88,7 +88,7 @@ func (rt *Runtime) newBroker(runID string, tool Tool, p *profiles.Profile, secre
 	return broker.New(broker.Config{Profile: p, Secret: secret, Transport: rt.opts.Transport,
 		Now: rt.opts.Now, RunID: runID, Tool: tool.Name, OnRecord: opts.OnCall, ForcedOpen: opts.ForcedOpen,
 		Limits: rt.limits, Criticality: opts.Criticality, ForcedRoute: opts.ForcedRoute,
-		Approver: opts.Approver, TraceParent: opts.TraceParent})
+		Approver: opts.Approver, TraceParent: opts.TraceParent, Quota: opts.Quota})
 }
 
 // refused is the result of a run that never started; its broker records no calls.

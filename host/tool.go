@@ -97,6 +97,9 @@ type RunOptions struct {
 	// ForcedOpen, when set, is the operator's forced-open flag for the run's profile, read by
 	// the broker at every call's admission (broker.Config.ForcedOpen).
 	ForcedOpen func() (reason string, open bool)
+	// Quota, when set, is the client's calls quota, asked before each call is forwarded
+	// (broker.Config.Quota).
+	Quota func() error
 	// OnStart, when set, is called once the run's broker exists and before the guest starts,
 	// with a read-only snapshot of the run (broker.Broker.State), safe to call from any
 	// goroutine until and after the run ends. A run refused before it had a broker never

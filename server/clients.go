@@ -37,7 +37,11 @@ func (e *ClientsError) Error() string {
 type Client struct {
 	Name     string
 	Profiles []string // profile names; AllProfiles alone for every one
-	digest   [32]byte // sha256 of the token: compared in constant time, never printed
+	// RunsPerMinute and CallsPerMinute are the client's quotas (0: none), enforced per daemon,
+	// or fleet-wide with --fleet (quota.go).
+	RunsPerMinute  int
+	CallsPerMinute int
+	digest         [32]byte // sha256 of the token: compared in constant time, never printed
 }
 
 // AllProfiles in a client's profiles list grants every profile.
@@ -55,6 +59,23 @@ func (c *Client) May(name string) bool {
 type Clients struct {
 	mu   sync.RWMutex
 	list []*Client
+}
+
+// all is the current list of clients.
+func (cs *Clients) all() []*Client {
+	cs.mu.RLock()
+	defer cs.mu.RUnlock()
+	return cs.list
+}
+
+// named finds the client called name; nil when there is none (any more).
+func (cs *Clients) named(name string) *Client {
+	for _, c := range cs.all() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 // Authenticate finds the client whose token is token. Every client is compared, in constant
@@ -143,11 +164,13 @@ func (d *clientsDecoder) client(field string, v any) *Client {
 		d.fail(field, "must be a mapping with name, token_env or token_file, and profiles")
 		return nil
 	}
-	if extra := unknownKeys(m, "name", "token_env", "token_file", "profiles"); extra != "" {
-		d.fail(field+"."+extra, "unknown field (known: name, token_env, token_file, profiles)")
+	if extra := unknownKeys(m, "name", "token_env", "token_file", "profiles", "runs_per_minute", "calls_per_minute"); extra != "" {
+		d.fail(field+"."+extra, "unknown field (known: name, token_env, token_file, profiles, runs_per_minute, calls_per_minute)")
 	}
 	c := &Client{Name: d.name(field, m["name"])}
 	c.Profiles = d.profiles(field+".profiles", m["profiles"])
+	c.RunsPerMinute = d.quota(field+".runs_per_minute", c.Name, m["runs_per_minute"])
+	c.CallsPerMinute = d.quota(field+".calls_per_minute", c.Name, m["calls_per_minute"])
 	if tok, ok := d.token(field, m); ok {
 		c.digest = sha256.Sum256([]byte(tok))
 		if other, dup := d.tokens[c.digest]; dup {
@@ -197,6 +220,40 @@ func (d *clientsDecoder) profiles(field string, v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// maxQuota bounds a quota far above any real one, so a typo of extra digits is refused.
+const maxQuota = 1_000_000
+
+// quota reads an optional per-minute quota: absent is none; present, a whole number from 1 to
+// maxQuota (YAML and TOML give integers, JSON gives float64).
+func (d *clientsDecoder) quota(field, client string, v any) int {
+	var n float64
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case int:
+		n = float64(x)
+	case int64:
+		n = float64(x)
+	case float64:
+		n = x
+	default:
+		d.fail(field, "client %q: must be a whole number of %s, not %T", client, quotaUnit(field), v)
+		return 0
+	}
+	if n != float64(int64(n)) || n < 1 || n > maxQuota {
+		d.fail(field, "client %q: %v must be a whole number from 1 to %d (leave it out for no quota)", client, v, maxQuota)
+		return 0
+	}
+	return int(n)
+}
+
+func quotaUnit(field string) string {
+	if strings.HasSuffix(field, "calls_per_minute") {
+		return "calls per minute"
+	}
+	return "runs per minute"
 }
 
 // token resolves token_env or token_file; the value is never put in an error.

@@ -34,9 +34,21 @@ func TestParseClients(t *testing.T) {
 	if cs.Authenticate("token-agent-a-012345678") != nil || cs.Authenticate("") != nil {
 		t.Fatal("a wrong token authenticated")
 	}
-	toml := "[[clients]]\nname = \"a\"\ntoken_env = \"A_TOKEN\"\nprofiles = [\"p\"]\n"
-	if _, err := ParseClients("c.toml", []byte(toml), testEnv); err != nil {
+	toml := "[[clients]]\nname = \"a\"\ntoken_env = \"A_TOKEN\"\nprofiles = [\"p\"]\nruns_per_minute = 30\n"
+	cs, err = ParseClients("c.toml", []byte(toml), testEnv)
+	if err != nil {
 		t.Fatalf("toml: %v", err)
+	}
+	if c := cs.Authenticate("token-agent-a-0123456789"); c.RunsPerMinute != 30 || c.CallsPerMinute != 0 {
+		t.Fatalf("toml quotas: %+v", c)
+	}
+	js := `{"clients":[{"name":"a","token_env":"A_TOKEN","profiles":["p"],"runs_per_minute":5,"calls_per_minute":120}]}`
+	cs, err = ParseClients("c.json", []byte(js), testEnv)
+	if err != nil {
+		t.Fatalf("json: %v", err)
+	}
+	if c := cs.Authenticate("token-agent-a-0123456789"); c.RunsPerMinute != 5 || c.CallsPerMinute != 120 {
+		t.Fatalf("json quotas: %+v", c)
 	}
 }
 
@@ -55,6 +67,12 @@ func TestParseClientsRefusals(t *testing.T) {
 		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]", "clients[1].name", "also clients[0]"},
 		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n  - name: b\n    token_env: A_TOKEN\n    profiles: [p]", "clients[1]", "same token"},
 		{"clients: [", "", "does not parse"},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_minute: 0", "clients[0].runs_per_minute", `client "a": 0 must be a whole number from 1`},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    calls_per_minute: -5", "clients[0].calls_per_minute", `client "a": -5 must be`},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    calls_per_minute: 2.5", "clients[0].calls_per_minute", "whole number"},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_minute: \"10\"", "clients[0].runs_per_minute", `client "a": must be a whole number of runs per minute, not string`},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_minute: 2000000", "clients[0].runs_per_minute", "from 1 to 1000000"},
+		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_hour: 5", "clients[0].runs_per_hour", "unknown field"},
 	}
 	for _, c := range cases {
 		_, err := ParseClients("clients.yaml", []byte(c.body), testEnv)
@@ -80,6 +98,7 @@ func FuzzParseClients(f *testing.F) {
 	f.Add([]byte("clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [petstore]\n"))
 	f.Add([]byte("clients:\n  - name: a\n    token_file: t\n    profiles: [\"*\"]\n"))
 	f.Add([]byte("clients: [{name: 1, profiles: {}}]"))
+	f.Add([]byte("clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_minute: 5\n    calls_per_minute: 1e3\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cs, err := ParseClients("fuzz.yaml", b, testEnv)
 		if err == nil && len(cs.list) == 0 {
