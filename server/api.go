@@ -200,6 +200,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := s.takeRun(c); err != nil { // quota.go: before a slot is taken
+		s.countRefusal("v1", refused(refusedQuota, err))
+		refuseQuota(w, err)
+		return
+	}
 	release, ok := s.admit(w, r, crit)
 	if !ok {
 		return
@@ -265,6 +270,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	}
 	var st *streamer
 	opts := s.plane.runOptions(runID, c.Name, p.Name)
+	opts.Quota = s.callsQuota(c)
 	opts.Criticality = tierFrom(r.Header.Get(HeaderCriticality)) // the API limit's tier (limits.go)
 	span := s.beginRun(&opts, traceparentOf(r), p.Name, c.Name, req.Digest)
 	if acceptsNDJSON(r) {

@@ -47,6 +47,11 @@ type Config struct {
 	// Fleet, when set, shares force-open and clear with the fleet's other replicas through NATS
 	// JetStream (server/fleet, fleetlink.go); nil keeps them local.
 	Fleet *fleet.Options
+
+	// QuotaNow is the clock of the clients' quota windows; nil is time.Now. QuotaSync is how
+	// often a fleet replica shares its quota counts; 0 is DefaultQuotaSync (quota.go).
+	QuotaNow  func() time.Time
+	QuotaSync time.Duration
 }
 
 // ConfigError is a refused configuration: Flag names the setting (as the command's flag).

@@ -196,6 +196,7 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, c *Client, p *pr
 	}
 	d := s.detached.add(runID, c.Name, p.Name)
 	opts := s.plane.runOptions(runID, c.Name, p.Name)
+	opts.Quota = s.callsQuota(c)
 	opts.Criticality = tierFrom(r.Header.Get(HeaderCriticality)) // the API limit's tier, as a waited run's
 	onStart := opts.OnStart
 	opts.OnStart = func(state func() broker.State) { onStart(state); d.started(state) }

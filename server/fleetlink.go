@@ -36,6 +36,10 @@ func (s *Server) joinFleet(ctx context.Context) error {
 		f.Close()
 		return &ConfigError{Flag: "fleet", Reason: err.Error()}
 	}
+	if err := s.shareQuotas(ctx, f); err != nil { // quota.go
+		f.Close()
+		return &ConfigError{Flag: "fleet", Reason: err.Error()}
+	}
 	s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "plimsoll_fleet_degraded",
 		Help: "1 while the fleet's NATS is unreachable: the replica serves with its last known flags."},
 		func() float64 { return b2f(f.Degraded() != "") }))
@@ -45,6 +49,7 @@ func (s *Server) joinFleet(ctx context.Context) error {
 
 func (s *Server) leaveFleet() {
 	if s.fleet != nil {
+		s.quotas.stopSharing()
 		s.fleet.Close()
 	}
 }

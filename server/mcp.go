@@ -98,6 +98,10 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	if err != nil {
 		return s.refuseMCP(call, refused(refusedHeader, err))
 	}
+	client := s.mcpClient(call.Caller.Name)
+	if err := s.takeRun(client); err != nil { // quota.go
+		return s.refuseMCP(call, refused(refusedQuota, err))
+	}
 	t0 := time.Now()
 	release, err := s.adm.Acquire(ctx, crit)
 	var shed *admission.ShedError
@@ -125,6 +129,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	t1 := time.Now()
 	opts := s.plane.runOptions(runID, call.Caller.Name, call.Profile.Name) // forced-open flags, live state
 	opts.OnCall = call.OnCall
+	opts.Quota = s.callsQuota(client)
 	opts.Criticality = tierOf(crit) // the API limit's tier (limits.go)
 	opts.Approver = s.plane.desk.approver(call.Caller.Name, call.Elicit)
 
@@ -135,6 +140,17 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	res.Audit.Client, res.Audit.MCPClient = call.Caller.Name, call.MCPClient
 	s.finishRecord(res, time.Since(t1))
 	return res
+}
+
+// mcpClient is the clients-file entry an MCP caller authenticated as; in open mode, anonymous
+// with no quota.
+func (s *Server) mcpClient(name string) *Client {
+	if s.clients != nil {
+		if c := s.clients.named(name); c != nil {
+			return c
+		}
+	}
+	return &Client{Name: name}
 }
 
 // refuseMCP is a tool call the daemon did not run: counted, not audited (refusal.go).

@@ -8,7 +8,7 @@ import (
 
 // One rule for a request refused before its run starts, on /v1 and /mcp alike (SECURITY.md):
 // the daemon draining or busy, the client gone while queued, a bad Plimsoll-Criticality, the
-// journal failing. No run exists, so no audit line is written and no run id is given; the
+// journal failing, the client over its runs quota (quota.go). No run exists, so no audit line is written and no run id is given; the
 // refusal counts once in plimsoll_refusals_total{surface,reason} (and, on /v1, in
 // plimsoll_http_requests_total by code). Refusing stays cheap: a flood of requests the daemon
 // sheds costs no disk write.

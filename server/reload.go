@@ -120,7 +120,8 @@ func (cs *Clients) replace(next *Clients) (added, changed, removed []string) {
 		switch {
 		case !ok:
 			added = append(added, c.Name)
-		case o.digest != c.digest || !slices.Equal(o.Profiles, c.Profiles):
+		case o.digest != c.digest || !slices.Equal(o.Profiles, c.Profiles) ||
+			o.RunsPerMinute != c.RunsPerMinute || o.CallsPerMinute != c.CallsPerMinute:
 			changed = append(changed, c.Name)
 		}
 		delete(old, c.Name)

@@ -38,6 +38,7 @@ type Server struct {
 	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 	tracing *tracing          // OpenTelemetry spans; nil when OTEL_* does not ask for them (otel.go)
 	fleet   *fleet.Fleet      // nil without Config.Fleet (fleetlink.go)
+	quotas  *quotas           // the clients' quotas (quota.go)
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -125,6 +126,7 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, adm: admission.New(cfg.MaxRuns, cfg.Queue), recent: newRing(cfg.RecentRuns)}
 	s.runsCtx, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s.adm, s.ready.Load)
+	s.quotas = newQuotas(cfg.QuotaNow, s.metrics.reg)
 	plane, err := newControlPlaneFor(cfg)
 	if err != nil {
 		return nil, err

@@ -107,13 +107,14 @@ type AdminState struct {
 	Generation int            `json:"generation"`
 	Profiles   []ProfileState `json:"profiles"`
 	Fleet      *FleetState    `json:"fleet,omitempty"` // with --fleet only (fleetlink.go)
+	Quotas     *QuotaState    `json:"quotas,omitempty"`
 }
 
 // state builds the operator's snapshot; profile "" means every profile. Profiles are those in the
 // directory, those forced open, and those with live runs (a removed file's runs go on).
 func (s *Server) state(profile string) AdminState {
 	files, gen := s.store.State()
-	out := AdminState{At: time.Now().UTC(), Generation: gen, Fleet: s.fleetState()}
+	out := AdminState{At: time.Now().UTC(), Generation: gen, Fleet: s.fleetState(), Quotas: s.quotaState()}
 	byName := map[string]*ProfileState{}
 	get := func(name string) *ProfileState {
 		if p := byName[name]; p != nil {

@@ -269,6 +269,7 @@ func (c adminCmd) printState(b []byte) int {
 		tw.Flush()
 	}
 	printFleet(w, st.At, st.Fleet)
+	printQuotas(w, st.Quotas) // adminquota.go
 	return exitOK
 }
 

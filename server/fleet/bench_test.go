@@ -77,3 +77,45 @@ func BenchmarkReloadFanOut(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQuotaPublication measures the delay a fleet-wide quota's overshoot is bounded by:
+// replica a publishes a new count and the time is taken until b's and c's view of the others
+// shows it (the put, then the watch's delivery). It reports the p50 and p99 (run with
+// -benchtime=200x for BENCHMARKS.md).
+func BenchmarkQuotaPublication(b *testing.B) {
+	ns := startNATS(b)
+	ctx := context.Background()
+	var qs []*fleet.Quotas
+	for _, name := range []string{"a", "b", "c"} {
+		f, _ := join(b, ns, name)
+		q, err := f.Quotas(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(q.Stop)
+		qs = append(qs, q)
+	}
+	window := time.Now().Truncate(time.Minute)
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		t0 := time.Now()
+		if err := qs[0].Publish(ctx, window, []fleet.Count{{Client: "ana", Kind: "calls", N: i}}); err != nil {
+			b.Fatal(err)
+		}
+		for _, q := range qs[1:] {
+			for end := t0.Add(30 * time.Second); !shows(q.Others(window), i); time.Sleep(20 * time.Microsecond) {
+				if time.Now().After(end) {
+					b.Fatalf("count %d not seen", i)
+				}
+			}
+		}
+		took = append(took, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func shows(cs []fleet.Count, n int) bool { return len(cs) == 1 && cs[0].N == n }

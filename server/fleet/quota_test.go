@@ -1,0 +1,88 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/plimsoll/plimsoll/server/fleet"
+)
+
+func sorted(cs []fleet.Count) string {
+	s := make([]string, 0, len(cs))
+	for _, c := range cs {
+		s = append(s, fmt.Sprintf("%s/%s=%d", c.Client, c.Kind, c.N))
+	}
+	slices.Sort(s)
+	return strings.Join(s, " ")
+}
+
+// awaitOthers waits (bounded) until q's view of the others for window is want.
+func awaitOthers(t *testing.T, q *fleet.Quotas, window time.Time, want string) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for got := sorted(q.Others(window)); got != want; got = sorted(q.Others(window)) {
+		if time.Now().After(end) {
+			t.Fatalf("others: %q, want %q", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestQuotaCountsAreSummedAcrossReplicas: each replica reads the sum of the others' latest
+// counts for the same window, never its own, another window's, or a malformed or negative value.
+func TestQuotaCountsAreSummedAcrossReplicas(t *testing.T) {
+	ns := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	qs := make([]*fleet.Quotas, 3)
+	for i, name := range []string{"a", "b", "c"} {
+		f, _ := join(t, ns, name)
+		q, err := f.Quotas(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(q.Stop)
+		qs[i] = q
+	}
+	w := time.Date(2026, 12, 4, 14, 2, 0, 0, time.UTC)
+	publish := func(q *fleet.Quotas, window time.Time, counts ...fleet.Count) {
+		if err := q.Publish(ctx, window, counts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(qs[0], w, fleet.Count{Client: "ana", Kind: "runs", N: 1})
+	publish(qs[0], w, fleet.Count{Client: "ana", Kind: "runs", N: 3}, fleet.Count{Client: "bo", Kind: "calls", N: 7}) // the latest counts
+	publish(qs[1], w, fleet.Count{Client: "ana", Kind: "runs", N: 2})
+	publish(qs[1], w.Add(-time.Minute), fleet.Count{Client: "ana", Kind: "runs", N: 50})
+	publish(qs[2], w, fleet.Count{Client: "ana", Kind: "runs", N: 1})
+
+	// A hostile or broken writer's values are skipped.
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := nc.JetStream()
+	kv, err := js.KeyValue("plimsoll_test_quotas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("w%d.", w.Unix())
+	at := w.Format(time.RFC3339)
+	kv.Put(prefix+"junk", []byte("not json"))
+	kv.Put(prefix+"neg", []byte(fmt.Sprintf(`{"instance":"neg","window":%q,"counts":[{"client":"ana","kind":"runs","n":-100}]}`, at)))
+	kv.Put(prefix+"liar", []byte(fmt.Sprintf(`{"instance":"other","window":%q,"counts":[{"client":"ana","kind":"runs","n":100}]}`, at)))
+
+	awaitOthers(t, qs[2], w, "ana/runs=5 bo/calls=7")
+	awaitOthers(t, qs[0], w.Add(-time.Minute), "ana/runs=50")
+	awaitOthers(t, qs[0], w, "ana/runs=3") // b's 2 and c's 1, not its own
+	if got := sorted(qs[0].Others(w.Add(-time.Minute))); got != "" {
+		t.Fatalf("an earlier window's counts are forgotten once a later one is read: %q", got)
+	}
+}
