@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -107,3 +108,28 @@ func TestBodyReadEndsWithTheRun(t *testing.T) {
 }
 
 var _ io.ReadCloser = (*heldBody)(nil)
+
+// On net/http's own transport the broker leaves the body to the request's context, which that
+// transport honours: a body that stops arriving still ends the call at the call deadline. The
+// server holds the body until the broker gives up, so the test ends with the deadline, never
+// before it.
+func TestBodyReadEndsAtTheCallDeadlineOnNetHTTPsTransport(t *testing.T) {
+	gaveUp := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, "part of it")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the connection closed: the broker stopped reading
+		close(gaveUp)
+	}))
+	defer srv.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	run := newRun(t, writeProfile(t, srv.URL, petRoutes+"limits:\n  call_timeout: 200ms\n"), tr)
+
+	resp := doGet(run, "/pets")
+
+	assert.Equal(t, http.StatusGatewayTimeout, resp.Status)
+	assert.Contains(t, string(resp.Body), "did not answer within limits.call_timeout (200ms)")
+	<-gaveUp
+}

@@ -38,9 +38,10 @@ var (
 	errEncoded = errors.New("encoded body")
 )
 
-// roundTrip sends req and returns a response whose every body read ends when ctx does: the body
-// is closed at ctx's end, whatever the transport (a 101's body is the raw connection, which no
-// deadline covers). stop must be called once the body is read.
+// roundTrip sends req and returns a response whose every body read ends when ctx does: net/http's
+// own transport sees to it, and on any other the body is closed at ctx's end. A 1xx is closed at
+// once (a 101's body is the raw connection, which no deadline covers). stop must be called once
+// the body is read.
 func (r *Broker) roundTrip(ctx context.Context, req *http.Request) (resp *http.Response, stop func(), err error) {
 	resp, err = r.transport.RoundTrip(req)
 	if err != nil {
@@ -50,8 +51,14 @@ func (r *Broker) roundTrip(ctx context.Context, req *http.Request) (resp *http.R
 		resp.Body = http.NoBody // a RoundTripper must set one; a hand-written one may not
 	}
 	body := resp.Body
-	after := context.AfterFunc(ctx, func() { body.Close() })
-	stop = func() { after(); body.Close() }
+	if _, std := r.transport.(*http.Transport); std {
+		// net/http's own transport ends body reads at ctx's end (NewRequestWithContext's
+		// contract); any other is made to, by closing the body then.
+		stop = func() { body.Close() }
+	} else {
+		after := context.AfterFunc(ctx, func() { body.Close() })
+		stop = func() { after(); body.Close() }
+	}
 	if resp.StatusCode < 200 {
 		stop()
 		return resp, func() {}, errNotFinal
@@ -221,14 +228,17 @@ func readCapped(resp *http.Response, max int64) ([]byte, error) {
 		size = min(resp.ContentLength+1, 64<<10)
 	}
 	b := make([]byte, 0, size)
-	r := io.LimitReader(resp.Body, max+1)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)] // grow as io.ReadAll does
 		}
-		n, err := r.Read(b[len(b):cap(b)])
+		room := b[len(b):cap(b)]
+		if left := max + 1 - int64(len(b)); int64(len(room)) > left {
+			room = room[:left] // never read past one byte over the cap
+		}
+		n, err := resp.Body.Read(room)
 		b = b[:len(b)+n]
-		if err == io.EOF {
+		if err == io.EOF || int64(len(b)) > max {
 			break
 		}
 		if err != nil {
