@@ -21,6 +21,14 @@ func DecodeRequest(raw []byte) (Request, error) {
 	if err := checkSurrogates(raw); err != nil {
 		return Request{}, err
 	}
+	if req, ok := decodePlain(raw); ok {
+		return req, nil
+	}
+	return decodeStrict(raw)
+}
+
+// decodeStrict is the token-by-token decoder that names what is wrong with an envelope.
+func decodeStrict(raw []byte) (Request, error) {
 	d := &envDecoder{dec: json.NewDecoder(bytes.NewReader(raw))}
 	req := d.request()
 	if d.err == nil {

@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,45 +13,34 @@ import (
 // OutcomeHeader tells the guest the broker answered a call itself, and why.
 const OutcomeHeader = abi.OutcomeHeader
 
-// envelope is the response envelope's JSON shape; exactly one of Body and BodyBase64 is set.
-type envelope struct {
-	Status     int                 `json:"status"`
-	Headers    map[string][]string `json:"headers"`
-	Body       *string             `json:"body,omitempty"`
-	BodyBase64 *string             `json:"body_base64,omitempty"`
+// EncodeResponse renders a response envelope: text bodies as "body", anything else as
+// "body_base64", so no byte is lost. Headers are written in sorted order; a nil map as {}.
+func EncodeResponse(resp Response) []byte {
+	if utf8.Valid(resp.Body) {
+		dst := make([]byte, 0, len(resp.Body)+envelopeRoom(resp.Headers))
+		return appendEnvelope(dst, resp.Status, resp.Headers, "body", resp.Body)
+	}
+	b64 := base64.StdEncoding.EncodeToString(resp.Body)
+	dst := make([]byte, 0, len(b64)+envelopeRoom(resp.Headers))
+	return appendEnvelope(dst, resp.Status, resp.Headers, "body_base64", b64)
 }
 
-// EncodeResponse renders a response envelope: text bodies as "body", anything else as
-// "body_base64", so no byte is lost.
-func EncodeResponse(resp Response) []byte {
-	env := envelope{Status: resp.Status, Headers: resp.Headers}
-	if env.Headers == nil {
-		env.Headers = map[string][]string{}
+// envelopeRoom is a first guess at an envelope's size beside its body, so it is built in one go.
+func envelopeRoom(h http.Header) int {
+	n := 64
+	for name, vs := range h {
+		n += len(name) + 6
+		for _, v := range vs {
+			n += len(v) + 3
+		}
 	}
-	if utf8.Valid(resp.Body) {
-		s := string(resp.Body)
-		env.Body = &s
-	} else {
-		s := base64.StdEncoding.EncodeToString(resp.Body)
-		env.BodyBase64 = &s
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(resp.Body) + 128)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(env); err != nil {
-		// Unreachable: every field is a plain string, int or string map.
-		return []byte(`{"status":500,"headers":{},"body":"plimsoll: response encoding failed"}`)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return n
 }
 
 // ownAnswer builds a response the broker gives itself, with a JSON body naming the outcome.
 func ownAnswer(status int, outcome Outcome, reason string, extra http.Header) Response {
-	body, _ := json.Marshal(struct {
-		Error  Outcome `json:"error"`
-		Reason string  `json:"reason"`
-	}{outcome, reason})
+	body := appendJSONString(append(make([]byte, 0, len(reason)+48), `{"error":`...), string(outcome), true)
+	body = append(appendJSONString(append(body, `,"reason":`...), reason, true), '}') // as json.Marshal writes it
 	h := make(http.Header, 2+len(extra))
 	h["Content-Type"], h[OutcomeHeader] = []string{"application/json"}, []string{string(outcome)}
 	for k, v := range extra {
