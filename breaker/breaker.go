@@ -182,6 +182,11 @@ func (b *Breaker) Until() time.Time {
 	return b.until
 }
 
+// OpenedAt is when the current (or most recent) window opened. Read it together with Open.
+func (b *Breaker) OpenedAt() time.Time {
+	return b.openedAt
+}
+
 // ProbeInFlight reports whether a probe is out and not yet recorded.
 func (b *Breaker) ProbeInFlight() bool {
 	return b.probeInFlight

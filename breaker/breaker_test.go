@@ -342,3 +342,11 @@ func TestProbe2xxDoesNotCloseAWindowA429ReachedMeanwhile(t *testing.T) {
 	}
 	assert.Equal(t, Forward, b.Decide(at(10000)))
 }
+
+func TestOpenedAtIsTheWindowsStart(t *testing.T) {
+	b := New(true)
+	require.True(t, b.RecordReply(at(100), 503, "5"))
+	assert.Equal(t, at(100), b.OpenedAt())
+	b.RecordReply(at(200), 503, "9") // extends the window: it still opened at 100
+	assert.Equal(t, at(100), b.OpenedAt())
+}

@@ -153,6 +153,7 @@ func TestStateWhileACallIsHeld(t *testing.T) {
 		assert.Zero(t, st.InFlight)
 		assert.Equal(t, broker.Breaker429Window, st.Breaker)
 		assert.Equal(t, st.Start.Add(1500*time.Millisecond+5*time.Second), st.BreakerUntil)
+		assert.Equal(t, st.Start.Add(1500*time.Millisecond), st.BreakerOpenedAt)
 		run.Finish(broker.StatusOK, nil)
 		assert.True(t, run.State().Finished)
 	})

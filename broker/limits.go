@@ -121,3 +121,17 @@ func (l *Limits) Retune(profile string, change func(bulkhead.Config) bulkhead.Co
 	}
 	return out, nil
 }
+
+// Share bounds every bulkhead to the share of a fleet limit that share returns for it (the zero
+// Share: its whole learned limit). A fleet link calls it on every heartbeat.
+func (l *Limits) Share(share func(LimitState) bulkhead.Share, now time.Time) {
+	l.mu.Lock()
+	all := make([]*limitEntry, 0, len(l.entries))
+	for _, e := range l.entries {
+		all = append(all, e)
+	}
+	l.mu.Unlock()
+	for _, e := range all { // each bulkhead's own lock; never under the registry's
+		e.bh.SetShare(share(LimitState{Profile: e.profile, Route: e.route, Snapshot: e.bh.Snapshot()}), now)
+	}
+}

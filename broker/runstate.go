@@ -22,8 +22,10 @@ type State struct {
 	BudgetCalls  int       `json:"budget_calls"`
 	Breaker      string    `json:"breaker"`
 	BreakerUntil time.Time `json:"breaker_until,omitzero"` // set while the breaker is open
-	InFlight     int       `json:"calls_in_flight"`
-	Finished     bool      `json:"finished,omitempty"`
+	// BreakerOpenedAt is when the open window opened; set while the breaker is open.
+	BreakerOpenedAt time.Time `json:"breaker_opened_at,omitzero"`
+	InFlight        int       `json:"calls_in_flight"`
+	Finished        bool      `json:"finished,omitempty"`
 }
 
 // State returns the run's snapshot. It is read-only and safe to call from any goroutine, at any
@@ -40,7 +42,7 @@ func (r *Broker) State() State {
 		st.InFlight = max(r.submitted-r.counters.HostCalls, 0)
 	}
 	if b := r.breaker; b.Open(now) {
-		st.BreakerUntil = b.Until()
+		st.BreakerUntil, st.BreakerOpenedAt = b.Until(), b.OpenedAt()
 		switch {
 		case b.ProbeInFlight():
 			st.Breaker = BreakerProbing

@@ -18,6 +18,7 @@ type Bulkhead struct {
 	queued   int
 	admitted uint64
 	shed     [tiers]uint64
+	share    Share // the fleet's bound (share.go); the zero Share is none
 }
 
 // New builds a bulkhead; cfg is completed with WithDefaults and must Validate.
@@ -102,8 +103,7 @@ func (b *Bulkhead) Enter(now time.Time, t Tier) *Ticket {
 	tk := &Ticket{tier: t, enq: now}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	lim := b.lim.limit()
-	if b.inflight < lim && b.queued == 0 {
+	if b.inflight < b.limit() && b.queued == 0 {
 		b.grant(tk, now)
 		return tk
 	}
@@ -184,7 +184,7 @@ func (b *Bulkhead) Release(tk *Ticket, now time.Time, rtt time.Duration, overloa
 		return
 	}
 	if tk.gen == b.gen {
-		b.lim.sample(now, rtt, b.inflight, overloaded)
+		b.lim.sample(now, rtt, b.fleetInFlight(), overloaded, 1/b.share.fraction())
 	}
 	b.release(tk, now)
 }
@@ -198,7 +198,7 @@ func (b *Bulkhead) release(tk *Ticket, now time.Time) {
 // admit grants waiting tickets while the limit has room: the most critical first, FIFO within
 // a tier.
 func (b *Bulkhead) admit(now time.Time) {
-	for b.queued > 0 && b.inflight < b.lim.limit() {
+	for b.queued > 0 && b.inflight < b.limit() {
 		for t := Critical; t >= Sheddable; t-- {
 			if q := b.queue[t.idx()]; len(q) > 0 {
 				b.remove(q[0])
@@ -220,7 +220,7 @@ func (b *Bulkhead) grant(tk *Ticket, now time.Time) {
 
 func (b *Bulkhead) refuse(tk *Ticket, now time.Time, kind ShedKind) {
 	tk.state, tk.at = shed, now
-	tk.shed = &Shed{Kind: kind, Tier: tk.tier, Limit: b.lim.limit(), InFlight: b.inflight,
+	tk.shed = &Shed{Kind: kind, Tier: tk.tier, Limit: b.limit(), InFlight: b.inflight,
 		Queued: b.queued, Waited: now.Sub(tk.enq)}
 	for low := Sheddable; low < tk.tier; low++ {
 		tk.shed.LowerWaiting += len(b.queue[low.idx()])

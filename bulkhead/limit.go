@@ -9,8 +9,10 @@ import (
 // limiter learns a limit from the latencies of admitted calls.
 type limiter interface {
 	// sample teaches one completed call: its round trip, the calls in flight when it ended
-	// (itself included), and whether the API answered overloaded (503 or 429).
-	sample(now time.Time, rtt time.Duration, inflight int, overloaded bool)
+	// (itself included), and whether the API answered overloaded (503 or 429). weight is how
+	// many of the API's completions it stands for: 1, or 1/share when a fleet shares the limit
+	// (this bulkhead sees only its share of the round trips the limit moves by).
+	sample(now time.Time, rtt time.Duration, inflight int, overloaded bool, weight float64)
 	limit() int
 	baseline() time.Duration // the latency the limiter takes as the API's normal; 0 if none
 }
@@ -27,9 +29,9 @@ func newLimiter(c Config, start int) limiter {
 
 type fixed int
 
-func (f fixed) sample(time.Time, time.Duration, int, bool) {}
-func (f fixed) limit() int                                 { return int(f) }
-func (f fixed) baseline() time.Duration                    { return 0 }
+func (f fixed) sample(time.Time, time.Duration, int, bool, float64) {}
+func (f fixed) limit() int                                          { return int(f) }
+func (f fixed) baseline() time.Duration                             { return 0 }
 
 // shortWindow is how many recent round trips the current latency is the median of: one slow
 // call must not halve the limit.
@@ -53,7 +55,7 @@ type latency struct {
 
 func newLatency() latency { return latency{} }
 
-func (l *latency) add(rtt time.Duration, idle bool) (short float64) {
+func (l *latency) add(rtt time.Duration, idle bool, weight float64) (short float64) {
 	s := rtt.Seconds()
 	l.ring[l.n%shortWindow] = s
 	l.n++
@@ -66,7 +68,7 @@ func (l *latency) add(rtt time.Duration, idle bool) (short float64) {
 	case l.long == 0:
 		l.long = short
 	case idle || short <= l.long:
-		l.long += (short - l.long) * 2 / (longWindow + 1)
+		l.long += (short - l.long) * min(1, 2*weight/(longWindow+1)) // a window of the fleet's samples
 	}
 	if l.long > 2*short {
 		l.long *= 0.95 // the API got much faster: do not wait a whole window to believe it
@@ -92,12 +94,12 @@ const (
 	headroom = 0.5
 )
 
-func (g *gradient2) sample(_ time.Time, rtt time.Duration, inflight int, overloaded bool) {
+func (g *gradient2) sample(_ time.Time, rtt time.Duration, inflight int, overloaded bool, weight float64) {
 	if overloaded {
 		g.lim = max(g.min, g.lim*backoff)
 		return
 	}
-	short := g.add(rtt, g.lim <= g.min || float64(inflight)*2 < g.lim)
+	short := g.add(rtt, g.lim <= g.min || float64(inflight)*2 < g.lim, weight)
 	if short <= 0 {
 		return
 	}
@@ -106,7 +108,7 @@ func (g *gradient2) sample(_ time.Time, rtt time.Duration, inflight int, overloa
 	if float64(inflight) < g.lim/2 && next > g.lim {
 		return // the limit was not the bottleneck: no evidence it may grow
 	}
-	step := smoothing / g.lim
+	step := min(1, smoothing*weight/g.lim)
 	g.lim = min(g.max, max(g.min, g.lim*(1-step)+next*step))
 }
 
@@ -122,10 +124,10 @@ type aimd struct {
 
 const aimdTolerance = 1.3
 
-func (a *aimd) sample(now time.Time, rtt time.Duration, inflight int, overloaded bool) {
+func (a *aimd) sample(now time.Time, rtt time.Duration, inflight int, overloaded bool, weight float64) {
 	breach := overloaded
 	if !overloaded {
-		short := a.add(rtt, a.lim <= a.min || float64(inflight)*2 < a.lim)
+		short := a.add(rtt, a.lim <= a.min || float64(inflight)*2 < a.lim, weight)
 		breach = short > aimdTolerance*a.long
 	}
 	switch {
@@ -135,7 +137,7 @@ func (a *aimd) sample(now time.Time, rtt time.Duration, inflight int, overloaded
 			a.lastCut = now
 		}
 	case float64(inflight)*2 >= a.lim:
-		a.lim = min(a.max, a.lim+1/a.lim)
+		a.lim = min(a.max, a.lim+weight/a.lim)
 	}
 }
 

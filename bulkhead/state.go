@@ -5,7 +5,10 @@ import "time"
 // Snapshot is a bulkhead's live numbers, for an operator and for metrics.
 type Snapshot struct {
 	Algorithm    Algorithm         `json:"algorithm"`
-	Limit        int               `json:"limit"`
+	Limit        int               `json:"limit"`                 // admitted at once now: Learned, or this replica's share
+	Learned      int               `json:"learned"`               // the limit learned from the latency (the fleet's, when shared)
+	FleetLimit   int               `json:"fleet_limit,omitempty"` // the limit the fleet agreed on, when shared
+	Share        float64           `json:"share,omitempty"`       // this replica's part of it, when shared
 	Min          int               `json:"min"`
 	Max          int               `json:"max"`
 	InFlight     int               `json:"in_flight"`
@@ -21,10 +24,13 @@ type Snapshot struct {
 func (b *Bulkhead) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{Algorithm: b.cfg.Algorithm, Limit: b.lim.limit(), Min: b.cfg.Min, Max: b.cfg.Max,
+	s := Snapshot{Algorithm: b.cfg.Algorithm, Limit: b.limit(), Learned: b.lim.limit(), Min: b.cfg.Min, Max: b.cfg.Max,
 		InFlight: b.inflight, Queued: b.queued, MaxQueue: b.cfg.MaxQueue,
 		QueueTimeout: b.cfg.QueueTimeout.String(), Admitted: b.admitted, Shed: map[string]uint64{},
 		BaselineMs: float64(b.lim.baseline().Microseconds()) / 1000}
+	if !b.share.whole() {
+		s.FleetLimit, s.Share = b.share.Fleet, b.share.fraction()
+	}
 	for _, t := range Tiers {
 		s.Shed[t.String()] = b.shed[t.idx()]
 	}
