@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
@@ -86,9 +89,62 @@ func fleetRefused(w http.ResponseWriter, err error) {
 	refuse(w, http.StatusServiceUnavailable, "fleet", fmt.Sprint("the action holds on this replica only; the fleet's bucket refused it: ", err))
 }
 
-// fleetStatus is what this replica's heartbeat says: its live runs and its profile set's digest.
+// fleetStatus is what this replica's heartbeat says: its live runs, its profile set's digest, its
+// open breaker windows and its API limits. Building it also re-divides the limits: each API's
+// bulkhead takes its share of the fleet's limit from the roster as of this beat.
 func (s *Server) fleetStatus() fleet.Status {
-	return fleet.Status{LiveRuns: s.adm.Stats().Live, Digest: s.profileSetDigest()}
+	st := fleet.Status{LiveRuns: s.adm.Stats().Live, Digest: s.profileSetDigest(), Windows: s.plane.windows()}
+	s.rt.Limits().Share(func(l broker.LimitState) bulkhead.Share {
+		own := fleet.APILimit{Profile: l.Profile, Route: l.Route, Learned: l.Learned, Demand: l.InFlight + l.Queued}
+		st.Limits = append(st.Limits, own)
+		return s.fleet.Share(own)
+	}, time.Now())
+	sort.Slice(st.Limits, func(i, j int) bool { // a stable order for admin state
+		a, b := st.Limits[i], st.Limits[j]
+		return a.Profile < b.Profile || (a.Profile == b.Profile && a.Route < b.Route)
+	})
+	return st
+}
+
+// windows sums the live runs' open breaker windows per profile, for the heartbeat: the state
+// most worth an operator's eye (probing, then 429_window, then open), the earliest opening and
+// the latest end.
+func (cp *controlPlane) windows() []fleet.Window {
+	cp.mu.Lock()
+	states := make([]func() broker.State, 0, len(cp.live))
+	for _, r := range cp.live {
+		states = append(states, r.state)
+	}
+	cp.mu.Unlock()
+	rank := map[string]int{broker.BreakerOpen: 1, broker.Breaker429Window: 2, broker.BreakerProbing: 3}
+	byProfile := map[string]*fleet.Window{}
+	for _, state := range states {
+		st := state() // the broker's own lock; never under the plane's
+		if st.Breaker == broker.BreakerClosed {
+			continue
+		}
+		w := byProfile[st.Profile]
+		if w == nil {
+			w = &fleet.Window{Profile: st.Profile, State: st.Breaker, OpenedAt: st.BreakerOpenedAt}
+			byProfile[st.Profile] = w
+		}
+		w.Runs++
+		if rank[st.Breaker] > rank[w.State] {
+			w.State = st.Breaker
+		}
+		if st.BreakerOpenedAt.Before(w.OpenedAt) {
+			w.OpenedAt = st.BreakerOpenedAt
+		}
+		if st.BreakerUntil.After(w.Until) {
+			w.Until = st.BreakerUntil
+		}
+	}
+	out := make([]fleet.Window, 0, len(byProfile))
+	for _, w := range byProfile {
+		out = append(out, *w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Profile < out[j].Profile })
+	return out
 }
 
 // profileSetDigest is a sha256 over the names and served contents of every loaded profile, so two

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,10 +183,12 @@ var (
 	descAPIBaseline = prometheus.NewDesc("plimsoll_api_latency_baseline_seconds", "The latency the adaptive limit takes as the API's normal.", []string{"profile", "route"}, nil)
 	descAPIShed     = prometheus.NewDesc("plimsoll_api_shed_total", "Calls shed by the API's limit, by criticality.", []string{"profile", "route", "criticality"}, nil)
 	descAPIAdmitted = prometheus.NewDesc("plimsoll_api_admitted_total", "Calls admitted by the API's limit.", []string{"profile", "route"}, nil)
+	descAPILearned  = prometheus.NewDesc("plimsoll_api_limit_learned", "The limit learned from the API's latency (in a fleet: the fleet's limit as this replica learned it).", []string{"profile", "route"}, nil)
+	descAPIShare    = prometheus.NewDesc("plimsoll_api_limit_share", "This replica's part of the fleet's limit; 1 alone, without --fleet, or while the fleet is degraded.", []string{"profile", "route"}, nil)
 )
 
 func (c limitsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAPILimit, descAPIInFlight, descAPIQueued, descAPIBaseline, descAPIShed, descAPIAdmitted} {
+	for _, d := range []*prometheus.Desc{descAPILimit, descAPIInFlight, descAPIQueued, descAPIBaseline, descAPIShed, descAPIAdmitted, descAPILearned, descAPIShare} {
 		ch <- d
 	}
 }
@@ -202,6 +205,8 @@ func (c limitsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descAPIInFlight, float64(l.InFlight), l.Profile, l.Route)
 		gauge(descAPIQueued, float64(l.Queued), l.Profile, l.Route)
 		gauge(descAPIBaseline, l.BaselineMs/1000, l.Profile, l.Route)
+		gauge(descAPILearned, float64(l.Learned), l.Profile, l.Route)
+		gauge(descAPIShare, cmp.Or(l.Share, 1), l.Profile, l.Route)
 		ch <- prometheus.MustNewConstMetric(descAPIAdmitted, prometheus.CounterValue, float64(l.Admitted), l.Profile, l.Route)
 		for _, t := range bulkhead.Tiers {
 			ch <- prometheus.MustNewConstMetric(descAPIShed, prometheus.CounterValue, float64(l.Shed[t.String()]), l.Profile, l.Route, t.String())

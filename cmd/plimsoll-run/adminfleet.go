@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plimsoll/plimsoll/server"
+	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
 // printFleet prints the fleet part of admin state: every replica's last heartbeat, marked.
@@ -36,6 +38,41 @@ func printFleet(w io.Writer, at time.Time, f *server.FleetState) {
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s ago\t%s\n", m.Replica, m.Instance, m.LiveRuns, short(m.Digest),
 			at.Sub(m.At).Round(100*time.Millisecond), strings.Join(marks, ", "))
+	}
+	tw.Flush()
+	printFleetWindows(w, at, f.Replicas)
+	printFleetLimits(w, f.Replicas)
+}
+
+// printFleetWindows prints every replica's open breaker windows, by profile.
+func printFleetWindows(w io.Writer, at time.Time, ms []fleet.Member) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := false
+	for _, m := range ms {
+		for _, win := range m.Windows {
+			if !head {
+				fmt.Fprintln(tw, "  BREAKER WINDOWS\tPROFILE\tSTATE\tRUNS\tOPENED\tUNTIL")
+				head = true
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s ago\tin %s\n", m.Replica, win.Profile, win.State, win.Runs,
+				at.Sub(win.OpenedAt).Round(time.Second), win.Until.Sub(at).Round(time.Second))
+		}
+	}
+	tw.Flush()
+}
+
+// printFleetLimits prints every replica's API limits as its heartbeat carries them.
+func printFleetLimits(w io.Writer, ms []fleet.Member) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := false
+	for _, m := range ms {
+		for _, l := range m.Limits {
+			if !head {
+				fmt.Fprintln(tw, "  API LIMITS\tPROFILE\tROUTE\tLEARNED\tDEMAND")
+				head = true
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\n", m.Replica, l.Profile, cmp.Or(l.Route, "*"), l.Learned, l.Demand)
+		}
 	}
 	tw.Flush()
 }

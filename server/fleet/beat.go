@@ -25,6 +25,10 @@ const (
 type Status struct {
 	LiveRuns int    `json:"live_runs"`
 	Digest   string `json:"digest"` // the profile set it serves (sha256 over names and contents)
+	// Limits are its API limits, shared across the fleet (limits.go).
+	Limits []APILimit `json:"limits,omitempty"`
+	// Windows are its open breaker windows by profile, for admin state.
+	Windows []Window `json:"windows,omitempty"`
 }
 
 // Beat is one heartbeat as stored: Instance tells two processes apart that share a Replica name.
