@@ -35,7 +35,7 @@ func (t Tier) String() string {
 var ErrTier = fmt.Errorf("unknown criticality")
 
 // ParseTier reads a criticality name: critical, normal or sheddable, exactly as written; "" is
-// Normal. It takes the same words as the daemon's run queue (server/admission), so a value is
+// Normal. It takes the same words as the daemon's run queue (server/runqueue), so a value is
 // taken or refused alike wherever it arrives.
 func ParseTier(s string) (Tier, error) {
 	switch s {

@@ -9,43 +9,52 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/plimsoll/plimsoll/broker"
 )
 
-// The admin plane: GET /admin/state, POST|DELETE /admin/profiles/{name}/force-open,
-// POST /admin/reload, GET /admin/profiles. Mutations are POST or DELETE only (the mux answers
-// a GET to them 405); with --admin-token-env every /admin request needs the bearer token.
+// The admin plane: every route is a row of adminRoutes. Mutations are POST or DELETE only (the
+// mux answers a GET to them 405); with --admin-token-env every /admin request needs the bearer
+// token.
 
-// newControlPlaneFor resolves the admin token, if the config names one.
-func newControlPlaneFor(cfg Config) (*controlPlane, error) {
-	cp := newControlPlane()
-	if cfg.AdminTokenEnv == "" {
-		return cp, nil
-	}
-	tok := strings.TrimSpace(cfg.Getenv(cfg.AdminTokenEnv))
-	if len(tok) < MinTokenLength {
-		return nil, &ConfigError{Flag: "admin-token-env", Reason: fmt.Sprintf("$%s must hold a token of at least %d characters", cfg.AdminTokenEnv, MinTokenLength)}
-	}
-	d := sha256.Sum256([]byte(tok))
-	cp.adminToken = &d
-	return cp, nil
+// adminRoute is one row of the admin plane's table.
+type adminRoute struct {
+	pattern string // method and path, as http.ServeMux reads it
+	handle  http.HandlerFunc
 }
 
-// adminRoutes is the admin plane, every route in one table; each requires the admin token.
-func (s *Server) adminRoutes(mux *http.ServeMux) {
-	for _, r := range []struct {
-		pattern string
-		h       http.Handler
-	}{
-		{"GET /admin/state", http.HandlerFunc(s.handleState)},
-		{"GET /admin/profiles", http.HandlerFunc(s.handleProfileState)},
-		{"POST /admin/profiles/{name}/force-open", s.mutation(s.handleForceOpen)},
-		{"DELETE /admin/profiles/{name}/force-open", s.mutation(s.handleClearForced)},
-		{"POST /admin/reload", s.mutation(s.handleReload)},
-	} {
-		mux.Handle(r.pattern, s.adminAuth(r.h))
+// adminRoutes is the admin plane's API, every route in one table (the operator page's files,
+// which hold no data, are served beside it by operatorRoutes).
+func (s *Server) adminRoutes() []adminRoute {
+	return []adminRoute{
+		{"GET /admin/state", s.handleState},
+		{"GET /admin/profiles", s.handleProfileState},
+		{"POST /admin/profiles/{name}/force-open", s.handleForceOpen},
+		{"DELETE /admin/profiles/{name}/force-open", s.handleClearForced},
+		{"POST /admin/profiles/{name}/routes/force-open", s.handleForceRoute}, // forceroute.go
+		{"DELETE /admin/profiles/{name}/routes/force-open", s.handleForceRoute},
+		{"POST /admin/reload", s.handleReload},
+		{"GET /admin/limits", s.handleLimits}, // limits.go
+		{"POST /admin/limits/{profile}/retune", s.handleRetune},
+		{"GET /admin/approvals", s.handleApprovals}, // approvals.go
+		{"POST /admin/approvals/{id}/approve", s.handleApprovalAnswer(broker.ApprovalGranted)},
+		{"POST /admin/approvals/{id}/decline", s.handleApprovalAnswer(broker.ApprovalDeclined)},
+		{"GET /admin/runs/{id}/timeline", s.handleAdminTimeline}, // seeing.go
+		{"GET /admin/openings", s.handleOpenings},
 	}
-	s.limitRoutes(mux) // limits.go: the API limit's routes, also admin-token only
-	s.approvalRoutes(mux)
+}
+
+// mountAdmin registers the table: every route needs the admin token (when there is one), and
+// every one that is not a GET is a mutation, refused from another origin. The mux answers a
+// method a path does not take with 405 and the methods it does.
+func (s *Server) mountAdmin(mux *http.ServeMux) {
+	for _, r := range s.adminRoutes() {
+		h := http.Handler(r.handle)
+		if !strings.HasPrefix(r.pattern, http.MethodGet+" ") {
+			h = s.mutation(r.handle)
+		}
+		mux.Handle(r.pattern, s.adminAuth(h))
+	}
 }
 
 // adminAuth requires the admin token, when there is one. A token is compared in constant time

@@ -17,8 +17,8 @@ import (
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
-	"github.com/plimsoll/plimsoll/server/admission"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
 // Header names and media types of the API.
@@ -44,7 +44,7 @@ func (s *Server) apiHandler() http.Handler {
 
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	s.adminRoutes(mux)
+	s.mountAdmin(mux)
 	s.operatorRoutes(mux)
 	s.probes(mux, true)
 	return s.counted(guardHost(mux, s.clients == nil || s.plane.adminToken == nil))
@@ -190,7 +190,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		refuseErr(w, rerr)
 		return
 	}
-	crit, err := admission.ParseCriticality(r.Header.Get(HeaderCriticality))
+	crit, err := runqueue.ParseCriticality(r.Header.Get(HeaderCriticality))
 	if err != nil {
 		s.countRefusal("v1", refused(refusedHeader, err))
 		refuse(w, http.StatusBadRequest, HeaderCriticality, err.Error())
@@ -219,10 +219,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 }
 
 // admit waits for a run slot, or answers 429 when the queue sheds the request.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, crit admission.Criticality) (func(), bool) {
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, crit runqueue.Criticality) (func(), bool) {
 	t0 := time.Now()
 	release, err := s.adm.Acquire(r.Context(), crit)
-	var shed *admission.ShedError
+	var shed *runqueue.ShedError
 	switch {
 	case errors.As(err, &shed):
 		s.metrics.shed(shed)

@@ -127,12 +127,6 @@ func (d *approvalDesk) list() []PendingApproval {
 	return out
 }
 
-func (s *Server) approvalRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /admin/approvals", s.adminAuth(http.HandlerFunc(s.handleApprovals)))
-	mux.Handle("POST /admin/approvals/{id}/approve", s.adminAuth(s.mutation(s.handleApprovalAnswer(broker.ApprovalGranted))))
-	mux.Handle("POST /admin/approvals/{id}/decline", s.adminAuth(s.mutation(s.handleApprovalAnswer(broker.ApprovalDeclined))))
-}
-
 func (s *Server) handleApprovals(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, ApprovalsAnswer{Approvals: s.plane.desk.list()})
 }

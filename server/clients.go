@@ -97,19 +97,19 @@ var clientParsers = map[string]koanf.Parser{
 	".yaml": yaml.Parser(), ".yml": yaml.Parser(), ".toml": toml.Parser(), ".json": json.Parser(),
 }
 
-// LoadClients reads and validates a clients file (YAML, TOML or JSON). It is all or nothing:
+// readClients reads and validates a clients file (YAML, TOML or JSON). It is all or nothing:
 // any refused field refuses the file. getenv resolves token_env.
-func LoadClients(path string, getenv func(string) string) (*Clients, error) {
+func readClients(path string, getenv func(string) string) (*Clients, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ClientsError{File: path, Reason: errors.Unwrap(err).Error()}
 	}
-	return ParseClients(path, b, getenv)
+	return parseClients(path, b, getenv)
 }
 
-// ParseClients validates the clients file content b; path names it in errors, picks the parser
+// parseClients validates the clients file content b; path names it in errors, picks the parser
 // by its extension and anchors relative token_file paths.
-func ParseClients(path string, b []byte, getenv func(string) string) (*Clients, error) {
+func parseClients(path string, b []byte, getenv func(string) string) (*Clients, error) {
 	parser := clientParsers[filepath.Ext(path)]
 	if parser == nil {
 		return nil, &ClientsError{File: path, Reason: fmt.Sprintf("unknown extension %q: use .yaml, .yml, .toml or .json", filepath.Ext(path))}

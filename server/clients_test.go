@@ -21,7 +21,7 @@ func TestParseClients(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "b.token"), []byte("token-agent-b-9876543210\n"), 0o600)
 	good := "clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [petstore]\n  - name: b\n    token_file: b.token\n    profiles: [\"*\"]\n"
-	cs, err := ParseClients(filepath.Join(dir, "c.yaml"), []byte(good), testEnv)
+	cs, err := parseClients(filepath.Join(dir, "c.yaml"), []byte(good), testEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestParseClients(t *testing.T) {
 		t.Fatal("a wrong token authenticated")
 	}
 	toml := "[[clients]]\nname = \"a\"\ntoken_env = \"A_TOKEN\"\nprofiles = [\"p\"]\nruns_per_minute = 30\n"
-	cs, err = ParseClients("c.toml", []byte(toml), testEnv)
+	cs, err = parseClients("c.toml", []byte(toml), testEnv)
 	if err != nil {
 		t.Fatalf("toml: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestParseClients(t *testing.T) {
 		t.Fatalf("toml quotas: %+v", c)
 	}
 	js := `{"clients":[{"name":"a","token_env":"A_TOKEN","profiles":["p"],"runs_per_minute":5,"calls_per_minute":120}]}`
-	cs, err = ParseClients("c.json", []byte(js), testEnv)
+	cs, err = parseClients("c.json", []byte(js), testEnv)
 	if err != nil {
 		t.Fatalf("json: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestParseClientsRefusals(t *testing.T) {
 		{"clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_hour: 5", "clients[0].runs_per_hour", "unknown field"},
 	}
 	for _, c := range cases {
-		_, err := ParseClients("clients.yaml", []byte(c.body), testEnv)
+		_, err := parseClients("clients.yaml", []byte(c.body), testEnv)
 		var ce *ClientsError
 		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) || ce.File != "clients.yaml" {
 			t.Errorf("%q: got %v, want field %q reason ~%q", c.body, err, c.field, c.reason)
@@ -85,11 +85,11 @@ func TestParseClientsRefusals(t *testing.T) {
 		}
 	}
 	short := func(string) string { return "short" }
-	_, err := ParseClients("c.yaml", []byte("clients:\n  - name: a\n    token_env: T\n    profiles: [p]"), short)
+	_, err := parseClients("c.yaml", []byte("clients:\n  - name: a\n    token_env: T\n    profiles: [p]"), short)
 	if err == nil || strings.Contains(err.Error(), "short\"") || !strings.Contains(err.Error(), "shorter than") {
 		t.Errorf("short token: %v", err)
 	}
-	if _, err := ParseClients("c.ini", nil, testEnv); err == nil {
+	if _, err := parseClients("c.ini", nil, testEnv); err == nil {
 		t.Error("an .ini file was accepted")
 	}
 }
@@ -100,7 +100,7 @@ func FuzzParseClients(f *testing.F) {
 	f.Add([]byte("clients: [{name: 1, profiles: {}}]"))
 	f.Add([]byte("clients:\n  - name: a\n    token_env: A_TOKEN\n    profiles: [p]\n    runs_per_minute: 5\n    calls_per_minute: 1e3\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		cs, err := ParseClients("fuzz.yaml", b, testEnv)
+		cs, err := parseClients("fuzz.yaml", b, testEnv)
 		if err == nil && len(cs.list) == 0 {
 			t.Fatal("accepted a file with no clients")
 		}

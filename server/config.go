@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Config configures the daemon. Zero fields take the defaults shown.
+// Config configures the daemon. Zero fields take the defaults shown. Listen, Admin and Ready are
+// Run's: a Server from New serves wherever it is given a listener or mounted.
 type Config struct {
 	Listen      string        // API address; default 127.0.0.1:7070
 	Admin       string        // admin plane address, loopback unless AdminTokenEnv; default 127.0.0.1:7071; "off" for none
@@ -128,10 +129,10 @@ func (c Config) check() error {
 	case c.Drain < 0:
 		return &ConfigError{Flag: "drain", Reason: fmt.Sprintf("%s must be positive", c.Drain)}
 	}
-	if c.ClientsFile == "" && !IsLoopback(c.Listen) {
+	if c.ClientsFile == "" && !isLoopback(c.Listen) {
 		return &ConfigError{Flag: "listen", Reason: fmt.Sprintf("%s is not a loopback address: without --clients the daemon is open to anyone who can connect, so it serves only on loopback", c.Listen)}
 	}
-	if c.Admin != "off" && c.AdminTokenEnv == "" && !IsLoopback(c.Admin) {
+	if c.Admin != "off" && c.AdminTokenEnv == "" && !isLoopback(c.Admin) {
 		return &ConfigError{Flag: "admin", Reason: fmt.Sprintf("%s is not a loopback address: the admin plane has no authentication without --admin-token-env", c.Admin)}
 	}
 	return nil
@@ -139,7 +140,7 @@ func (c Config) check() error {
 
 // IsLoopback says whether a host:port address binds only loopback interfaces. An empty host
 // binds every interface, so it is not loopback.
-func IsLoopback(addr string) bool {
+func isLoopback(addr string) bool {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

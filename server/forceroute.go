@@ -13,11 +13,6 @@ import (
 // with {"route": "GET /pets/*", "reason": "..."}. Like a profile's flag, it sheds the route's
 // calls of live and new runs, survives reloads and is lost on restart.
 
-func (s *Server) routeForceRoutes(mux *http.ServeMux) {
-	mux.Handle("POST /admin/profiles/{name}/routes/force-open", s.adminAuth(s.mutation(s.handleForceRoute)))
-	mux.Handle("DELETE /admin/profiles/{name}/routes/force-open", s.adminAuth(s.mutation(s.handleForceRoute)))
-}
-
 func routeKey(profile, route string) string { return profile + "\x00" + route }
 
 // routeFlag is what a run's broker reads at each call: the flag of its profile's route, if set.

@@ -20,9 +20,15 @@ func guardHost(h http.Handler, on bool) http.Handler {
 // loopbackOnly refuses, with 403 naming the Host, a request whose Host (or Origin, when one is
 // sent) is not a loopback name. It guards a listener no token protects: a web page the operator
 // visits can reach 127.0.0.1 through DNS rebinding, but its requests then carry the attacker's
-// host name. Comparing Origin with Host is no defence: the attacker controls both.
+// host name. Comparing Origin with Host is no defence: the attacker controls both. It also
+// refuses a TCP peer off loopback: a Handler embedded on a process's own listener (server.New)
+// keeps the loopback rule Run enforces on its listen address.
 func loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackPeer(r.RemoteAddr) {
+			refuse(w, http.StatusForbidden, "", "the connection comes from "+quoteHost(r.RemoteAddr)+", not loopback: without tokens this daemon serves only this machine")
+			return
+		}
 		if !isLoopbackHost(r.Host) {
 			refuse(w, http.StatusForbidden, "Host", "Host "+quoteHost(r.Host)+" is not a loopback name: without tokens this daemon answers only requests addressed to localhost, 127.0.0.1 or [::1]")
 			return
@@ -48,6 +54,17 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// isLoopbackPeer says whether a request's RemoteAddr is on loopback; an address that is not an
+// IP and port (a Unix socket's peer) is this machine's.
+func isLoopbackPeer(remote string) bool {
+	h, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || ip.IsLoopback()
 }
 
 // isLoopbackOrigin says whether an Origin header is an http(s) origin on a loopback host.

@@ -12,19 +12,13 @@ import (
 
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/bulkhead"
-	"github.com/plimsoll/plimsoll/server/admission"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
 // The per-API concurrency limits (issue 26) on the admin plane: GET /admin/limits shows every
 // limit, POST /admin/limits/{profile}/retune swaps its parameters live. A retune is an operator
 // action: it lasts until the profile's concurrency block changes on reload, or the restart.
-
-func (s *Server) limitRoutes(mux *http.ServeMux) {
-	mux.Handle("GET /admin/limits", s.adminAuth(http.HandlerFunc(s.handleLimits)))
-	mux.Handle("POST /admin/limits/{profile}/retune", s.adminAuth(s.mutation(s.handleRetune)))
-	s.routeForceRoutes(mux) // forceroute.go
-}
 
 // LimitsAnswer is GET /admin/limits' answer.
 type LimitsAnswer struct {
@@ -139,11 +133,11 @@ func (s *Server) handleRetune(w http.ResponseWriter, r *http.Request) {
 }
 
 // tierOf maps the daemon's admission criticality to the API limit's tier: one header sets both.
-func tierOf(c admission.Criticality) bulkhead.Tier {
+func tierOf(c runqueue.Criticality) bulkhead.Tier {
 	switch c {
-	case admission.Critical:
+	case runqueue.Critical:
 		return bulkhead.Critical
-	case admission.Sheddable:
+	case runqueue.Sheddable:
 		return bulkhead.Sheddable
 	}
 	return bulkhead.Normal
@@ -152,21 +146,21 @@ func tierOf(c admission.Criticality) bulkhead.Tier {
 // tierFrom reads the run's tier from the request's Plimsoll-Criticality header (already
 // validated by admission).
 func tierFrom(header string) bulkhead.Tier {
-	c, _ := admission.ParseCriticality(header)
+	c, _ := runqueue.ParseCriticality(header)
 	return tierOf(c)
 }
 
 // mcpCriticality is an MCP call's criticality: its _meta "plimsoll/criticality" when set, else
 // the HTTP request's Plimsoll-Criticality header; the error names which one was wrong.
-func mcpCriticality(call mcpserver.Call) (admission.Criticality, error) {
+func mcpCriticality(call mcpserver.Call) (runqueue.Criticality, error) {
 	if call.Criticality != "" {
-		c, err := admission.ParseCriticality(call.Criticality)
+		c, err := runqueue.ParseCriticality(call.Criticality)
 		if err != nil {
 			return c, fmt.Errorf("_meta %s: %w", mcpserver.MetaCriticality, err)
 		}
 		return c, nil
 	}
-	c, err := admission.ParseCriticality(call.Header.Get(HeaderCriticality))
+	c, err := runqueue.ParseCriticality(call.Header.Get(HeaderCriticality))
 	if err != nil {
 		return c, fmt.Errorf("header %s: %w", HeaderCriticality, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/plimsoll/plimsoll/bulkhead"
 	"github.com/plimsoll/plimsoll/server"
-	"github.com/plimsoll/plimsoll/server/admission"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
 // withLimitedProfile adds the profile "limited": one call in flight to the API, no queue.
@@ -172,7 +172,7 @@ func TestForceOpenRoute(t *testing.T) {
 // so a value the daemon refuses is not taken on stdio, nor the other way round.
 func TestCriticalityVocabularyIsOne(t *testing.T) {
 	for _, in := range []string{"", "normal", "critical", "sheddable", "Critical", " sheddable ", "best_effort", "best-effort", "low", "default", "urgent"} {
-		_, errQueue := admission.ParseCriticality(in)
+		_, errQueue := runqueue.ParseCriticality(in)
 		tier, errLimit := bulkhead.ParseTier(in)
 		if (errQueue == nil) != (errLimit == nil) {
 			t.Errorf("%q: the queue says %v, the API limit %v (%s)", in, errQueue, errLimit, tier)

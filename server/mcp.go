@@ -13,8 +13,8 @@ import (
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
-	"github.com/plimsoll/plimsoll/server/admission"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
 // MCPSessionTimeout closes an MCP session idle this long; it fits the session caps (mcpguard.go).
@@ -104,7 +104,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	}
 	t0 := time.Now()
 	release, err := s.adm.Acquire(ctx, crit)
-	var shed *admission.ShedError
+	var shed *runqueue.ShedError
 	switch {
 	case errors.As(err, &shed):
 		s.metrics.shed(shed)

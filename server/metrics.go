@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/plimsoll/plimsoll/broker"
-	"github.com/plimsoll/plimsoll/server/admission"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
 // metrics are the daemon's Prometheus series. Labels are profile names (from the profile
@@ -32,7 +32,7 @@ type metrics struct {
 	refusals        *prometheus.CounterVec // refusal.go
 }
 
-func newMetrics(adm *admission.Controller, ready func() bool) *metrics {
+func newMetrics(adm *runqueue.Controller, ready func() bool) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), public: prometheus.NewRegistry()}
 	m.runs = m.counter("plimsoll_runs_total", "Runs finished, by profile and audit status.", "profile", "status")
 	m.hostCalls = m.counter("plimsoll_host_calls_total", "Guest calls to the broker, by profile, route pattern and outcome.", "profile", "route", "outcome")
@@ -90,7 +90,7 @@ func (m *metrics) observeRun(a broker.Audit, trace []broker.TraceEntry, seconds 
 	}
 }
 
-func (m *metrics) shed(err *admission.ShedError) {
+func (m *metrics) shed(err *runqueue.ShedError) {
 	reason := "queue_full"
 	if err.Displaced {
 		reason = "displaced"

@@ -38,7 +38,7 @@ type ProfilesReload struct {
 // ReloadAll re-reads the directory now, whatever the watcher saw (it misses a directory swapped
 // through a symlink, as a Kubernetes ConfigMap is). A file whose content is the served version's
 // is left alone; every other one is reloaded all or nothing, as the watcher does.
-func (s *Store) ReloadAll() (ProfilesReload, error) {
+func (s *profileStore) ReloadAll() (ProfilesReload, error) {
 	rep := ProfilesReload{Added: []ProfileChange{}, Changed: []ProfileChange{}, Removed: []ProfileChange{},
 		Refused: []ProfileRefusal{}, Unchanged: []string{}}
 	entries, err := os.ReadDir(s.dir)
@@ -85,7 +85,7 @@ func (s *Store) ReloadAll() (ProfilesReload, error) {
 }
 
 // file returns a copy of path's state.
-func (s *Store) file(path string) (ProfileFile, bool) {
+func (s *profileStore) file(path string) (ProfileFile, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	f, ok := s.files[path]
@@ -142,7 +142,7 @@ func (s *Server) reloadClients() ClientsReload {
 		rep.Open = true
 		return rep
 	}
-	next, err := LoadClients(s.cfg.ClientsFile, s.cfg.Getenv)
+	next, err := readClients(s.cfg.ClientsFile, s.cfg.Getenv)
 	if err != nil {
 		var ce *ClientsError
 		if !errors.As(err, &ce) {

@@ -47,8 +47,6 @@ func (s *Server) operatorRoutes(mux *http.ServeMux) {
 	files := http.StripPrefix("/admin/", http.FileServerFS(page))
 	mux.Handle("GET /admin/{$}", pageHeaders(files))
 	mux.Handle("GET /admin/page/", pageHeaders(http.StripPrefix("/admin/page/", http.FileServerFS(page))))
-	mux.Handle("GET /admin/runs/{id}/timeline", s.adminAuth(http.HandlerFunc(s.handleAdminTimeline)))
-	mux.Handle("GET /admin/openings", s.adminAuth(http.HandlerFunc(s.handleOpenings)))
 }
 
 // pageHeaders serves the page's files under its CSP. The page itself holds no data and needs no

@@ -18,27 +18,32 @@ import (
 	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/internal/auditlog"
 	"github.com/plimsoll/plimsoll/profiles"
-	"github.com/plimsoll/plimsoll/server/admission"
 	"github.com/plimsoll/plimsoll/server/mcpserver"
+	"github.com/plimsoll/plimsoll/server/runqueue"
 )
 
-// Server is a running daemon; Run builds and serves one.
+// Server is the daemon as a value a process can embed, as net/http's Server: New builds it,
+// Handler and AdminHandler answer the API (with MCP at /mcp) and the admin plane, Serve and
+// ServeAdmin answer them on a listener, and Shutdown drains the runs and syncs every audit line.
+// Run is New, two listeners and Shutdown when its context ends.
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	rt      *host.Runtime
-	store   *Store
+	store   *profileStore
 	clients *Clients // nil in open mode
-	adm     *admission.Controller
+	adm     *runqueue.Controller
 	audit   *auditlog.File
 	journal *journal // nil without an audit file
 	metrics *metrics
 	recent  *ring
-	plane   *controlPlane     // live runs, forced-open flags, the admin token (admin.go, state.go)
+	plane   *controlPlane     // live runs, forced-open flags, the admin token (admin.go, controlplane.go)
 	mcp     *mcpserver.Server // /mcp on the API listener; set by apiHandler
 	tracing *tracing          // OpenTelemetry spans; nil when OTEL_* does not ask for them (otel.go)
 	fleet   *fleet.Fleet      // nil without Config.Fleet (fleetlink.go)
 	quotas  *quotas           // the clients' quotas (quota.go)
+
+	api, admin http.Handler // Handler and AdminHandler, built once by New
 
 	ready    atomic.Bool
 	draining atomic.Bool
@@ -46,6 +51,37 @@ type Server struct {
 	cancel   context.CancelFunc
 	runs     inflight     // run requests past the drain check, until their answer is written
 	detached detachedRuns // runs started with "wait": false, until they end (detached.go)
+
+	serving      listening // the http.Servers Serve and ServeAdmin started, for Shutdown
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// listening holds the http.Servers that Serve and ServeAdmin started; once Shutdown has taken
+// them, a later Serve is refused, so no listener outlives the drain.
+type listening struct {
+	mu      sync.Mutex
+	closed  bool
+	servers []*http.Server
+}
+
+// add records srv; false once Shutdown has begun.
+func (l *listening) add(srv *http.Server) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.servers = append(l.servers, srv)
+	return true
+}
+
+// close refuses later adds and returns the servers started so far.
+func (l *listening) close() []*http.Server {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return l.servers
 }
 
 // inflight counts requests and tells when none is left after a drain began; the drain check and
@@ -95,35 +131,97 @@ func (f *inflight) drain() <-chan struct{} {
 // is synced. It returns nil after a clean drain; a *ConfigError or *ClientsError when the
 // configuration is refused.
 func Run(ctx context.Context, cfg Config) error {
-	cfg, err := cfg.withDefaults()
+	s, err := New(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	api, admin, err := s.listen()
+	if err != nil {
+		s.release() // logs a sync failure; the refused listener is the error to return
+		return err
+	}
+	if s.cfg.Ready != nil {
+		s.cfg.Ready(addrOf(api), addrOf(admin))
+	}
+	go s.logServe(api, s.Serve)
+	if admin != nil {
+		go s.logServe(admin, s.ServeAdmin)
+	}
+	<-ctx.Done()
+	return s.Shutdown(context.Background()) // cfg.Drain bounds the drain
+}
+
+// New builds a Server from cfg: it loads the profiles and clients, opens the audit file (auditing
+// the runs a crashed daemon left unfinished), starts the engine, and joins the fleet when cfg
+// says so. ctx bounds that setup only. The engine warms in the background; /readyz says when it
+// is done. Config.Listen, Admin and Ready are Run's: a Server serves wherever it is given a
+// listener or mounted. It returns a *ConfigError or *ClientsError when the configuration is
+// refused.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	s, err := newServer(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer s.close()
 	if err := s.joinFleet(ctx); err != nil {
-		return err
+		s.close()
+		return nil, err
 	}
-	defer s.leaveFleet()
-	api, admin, err := s.listen()
-	if err != nil {
-		return err
+	s.api, s.admin = s.apiHandler(), s.adminHandler()
+	go s.warm(s.runsCtx)
+	return s, nil
+}
+
+// Handler answers the API: /v1, MCP at /mcp, /livez, /readyz and /metrics. Mount it at the root
+// of a mux or listener; its routes are absolute.
+func (s *Server) Handler() http.Handler { return s.api }
+
+// AdminHandler answers the admin plane (/admin, the operator page, /metrics with the
+// per-profile series). Serve it only where the operator alone can reach it; with
+// Config.AdminTokenEnv every /admin request needs the admin token.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
+// Serve answers Handler on l until Shutdown, and then returns http.ErrServerClosed. Without
+// Config.ClientsFile it refuses (a *ConfigError, l closed) a listener that is not on loopback,
+// as Run refuses such a Config.Listen.
+func (s *Server) Serve(l net.Listener) error {
+	if s.clients == nil && !loopbackListener(l) {
+		l.Close()
+		return &ConfigError{Flag: "listen", Reason: l.Addr().String() + " is not a loopback address: without clients the daemon is open to anyone who can connect, so it serves only on loopback"}
 	}
-	if cfg.Ready != nil {
-		cfg.Ready(addrOf(api), addrOf(admin))
+	return s.serve(l, s.api)
+}
+
+// ServeAdmin answers AdminHandler on l until Shutdown, and then returns http.ErrServerClosed.
+// Without Config.AdminTokenEnv it refuses (a *ConfigError, l closed) a listener that is not on
+// loopback, as Run refuses such a Config.Admin.
+func (s *Server) ServeAdmin(l net.Listener) error {
+	if s.plane.adminToken == nil && !loopbackListener(l) {
+		l.Close()
+		return &ConfigError{Flag: "admin", Reason: l.Addr().String() + " is not a loopback address: the admin plane has no authentication without an admin token"}
 	}
-	apiSrv := s.serve(api, s.apiHandler())
-	adminSrv := s.serve(admin, s.adminHandler())
-	go s.warm(ctx)
-	<-ctx.Done()
-	return s.drain(apiSrv, adminSrv)
+	return s.serve(l, s.admin)
+}
+
+// Shutdown drains: readiness fails, new runs get 503, in-flight runs have Config.Drain (or until
+// ctx ends, if sooner) to finish before they are cancelled, and every run's audit line is written
+// once and synced before it returns. It closes the listeners Serve and ServeAdmin took, the open
+// MCP sessions, the engine and the audit file; connections to a Handler mounted elsewhere are
+// the embedding server's to close. It returns an error only when the audit file or its journal
+// could not be synced and closed. Later calls wait for the first and return its result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() {
+		s.drain(ctx)
+		s.shutdownErr = s.release()
+	})
+	return s.shutdownErr
 }
 
 func newServer(ctx context.Context, cfg Config) (*Server, error) {
-	s := &Server{cfg: cfg, log: cfg.Logger, adm: admission.New(cfg.MaxRuns, cfg.Queue), recent: newRing(cfg.RecentRuns)}
+	s := &Server{cfg: cfg, log: cfg.Logger, adm: runqueue.New(cfg.MaxRuns, cfg.Queue), recent: newRing(cfg.RecentRuns)}
 	s.runsCtx, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s.adm, s.ready.Load)
 	s.quotas = newQuotas(cfg.QuotaNow, s.metrics.reg)
@@ -139,7 +237,7 @@ func newServer(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.loadClients(); err != nil {
 		return nil, err
 	}
-	store, err := NewStore(cfg.ProfilesDir, s.log)
+	store, err := newProfileStore(cfg.ProfilesDir, s.log)
 	if err != nil {
 		return nil, &ConfigError{Flag: "profiles", Reason: err.Error()}
 	}
@@ -179,7 +277,7 @@ func (s *Server) loadClients() error {
 		s.log.Warn("open mode: no --clients, so every local caller may use every profile", "listen", s.cfg.Listen)
 		return nil
 	}
-	cs, err := LoadClients(s.cfg.ClientsFile, s.cfg.Getenv)
+	cs, err := readClients(s.cfg.ClientsFile, s.cfg.Getenv)
 	if err != nil {
 		return err
 	}
@@ -236,22 +334,31 @@ func addrOf(l net.Listener) string {
 	return l.Addr().String()
 }
 
-func (s *Server) serve(l net.Listener, h http.Handler) *http.Server {
-	if l == nil {
-		return nil
-	}
+// loopbackListener says whether only this machine can connect to l: a loopback address, or a
+// Unix socket.
+func loopbackListener(l net.Listener) bool {
+	return l.Addr().Network() == "unix" || isLoopback(l.Addr().String())
+}
+
+func (s *Server) serve(l net.Listener, h http.Handler) error {
 	// ReadTimeout bounds headers and body together: a body that trickles in or stops half-way
 	// holds its handler (and a drain) at most BodyTimeout. Writes have their own deadlines
 	// (clientwrite.go); a long run is not bounded here.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: s.cfg.BodyTimeout, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("listener stopped", "addr", l.Addr().String(), "error", err.Error())
-		}
-	}()
+	if !s.serving.add(srv) {
+		l.Close()
+		return http.ErrServerClosed
+	}
 	s.log.Info("listening", "addr", l.Addr().String())
-	return srv
+	return srv.Serve(l)
+}
+
+// logServe runs serve and logs why it stopped, unless Shutdown stopped it.
+func (s *Server) logServe(l net.Listener, serve func(net.Listener) error) {
+	if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Error("listener stopped", "addr", l.Addr().String(), "error", err.Error())
+	}
 }
 
 // warm compiles the JS engine by running a trivial tool; the daemon is ready after it.
@@ -260,7 +367,9 @@ func (s *Server) warm(ctx context.Context) {
 	t0 := time.Now()
 	res := s.rt.Run(ctx, host.JSTool("warmup.js", "return 1"), p, nil)
 	if res.Err != nil {
-		s.log.Error("the JS engine did not start: the daemon stays not ready", "error", res.Audit.Error)
+		if ctx.Err() == nil { // else the Server was shut down before the engine was warm
+			s.log.Error("the JS engine did not start: the daemon stays not ready", "error", res.Audit.Error)
+		}
 		return
 	}
 	s.ready.Store(!s.draining.Load())
@@ -269,44 +378,51 @@ func (s *Server) warm(ctx context.Context) {
 	// without holding readiness for it.
 	t0 = time.Now()
 	if err := s.rt.PreparePython(); err != nil {
+		if errors.Is(err, host.ErrClosed) {
+			return // shut down first
+		}
 		s.log.Error("the Python interpreter did not start: Python runs will fail", "error", err.Error())
 		return
 	}
 	s.log.Info("python ready", "start_ms", time.Since(t0).Milliseconds())
 }
 
-// drain stops taking runs, lets in-flight ones finish within Drain, cancels the rest, and waits
-// for their answers (each after its audit line is synced).
-func (s *Server) drain(servers ...*http.Server) error {
+// drain stops taking runs, lets in-flight ones finish within Drain (or until ctx ends), cancels
+// the rest, and waits for their answers (each after its audit line is synced).
+func (s *Server) drain(ctx context.Context) {
 	t0 := time.Now()
+	servers := s.serving.close()
 	s.draining.Store(true)
 	s.ready.Store(false)
 	for _, srv := range servers {
-		if srv != nil {
-			srv.SetKeepAlivesEnabled(false)
-		}
+		srv.SetKeepAlivesEnabled(false)
 	}
 	live := s.adm.Stats()
 	s.log.Info("draining", "live", live.Live, "waiting", live.Waiting, "drain", s.cfg.Drain.String())
 	done := s.runs.drain()
+	deadline := time.NewTimer(s.cfg.Drain)
+	defer deadline.Stop()
 	select {
 	case <-done:
-	case <-time.After(s.cfg.Drain):
+	case <-ctx.Done():
+		s.log.Warn("shutdown's context ended: cancelling the runs still in flight", "live", s.adm.Stats().Live)
+		s.cancel()
+		s.awaitOrClose(done, servers)
+	case <-deadline.C:
 		s.log.Warn("drain deadline passed: cancelling the runs still in flight", "live", s.adm.Stats().Live)
 		s.cancel()
 		s.awaitOrClose(done, servers) // a stalled client cannot hold the drain past DrainGrace
 	}
 	s.cancel()
 	s.closeMCP() // an MCP session's open stream would otherwise hold Shutdown to its deadline
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	grace, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	for _, srv := range servers {
-		if srv != nil && srv.Shutdown(ctx) != nil { // handlers are done; this closes the listeners and idle connections
+		if srv.Shutdown(grace) != nil { // handlers are done; this closes the listeners and idle connections
 			srv.Close() // a connection still sending its headers or body is closed
 		}
 	}
 	s.log.Info("drained", "took_ms", time.Since(t0).Milliseconds())
-	return nil
 }
 
 // shutdownGrace bounds the last step of a drain, once every handler is done: connections still
@@ -324,14 +440,20 @@ func (s *Server) awaitOrClose(done <-chan struct{}, servers []*http.Server) {
 	}
 	s.log.Warn("closing the connections of clients still holding a handler after the drain deadline")
 	for _, srv := range servers {
-		if srv != nil {
-			srv.Close()
-		}
+		srv.Close()
 	}
 	<-done
 }
 
-func (s *Server) close() {
+// release leaves the fleet and closes what New opened.
+func (s *Server) release() error {
+	s.leaveFleet()
+	return s.close()
+}
+
+// close releases the engine, the tracer and the audit file; the error is the audit file's or
+// its journal's: a line that may not be on disk.
+func (s *Server) close() error {
 	s.cancel()
 	if s.rt != nil {
 		s.rt.Close(context.Background())
@@ -339,14 +461,18 @@ func (s *Server) close() {
 	if err := s.tracing.shutdown(context.Background()); err != nil {
 		s.log.Error("export the last spans", "error", err.Error())
 	}
+	var errs []error
 	if s.journal != nil {
 		if err := s.journal.Close(); err != nil {
 			s.log.Error("close the run journal", "error", err.Error())
+			errs = append(errs, fmt.Errorf("close the run journal: %w", err))
 		}
 	}
 	if s.audit != nil {
 		if err := s.audit.Close(); err != nil {
 			s.log.Error("sync the audit file", "error", err.Error())
+			errs = append(errs, fmt.Errorf("sync the audit file: %w", err))
 		}
 	}
+	return errors.Join(errs...)
 }

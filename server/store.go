@@ -36,8 +36,8 @@ type ProfileFile struct {
 	refused  [32]byte // sha256 of the content last refused, so a rescan does not refuse it again
 }
 
-// Store holds the profiles the daemon serves, reloaded file by file, all or nothing.
-type Store struct {
+// profileStore holds the profiles the daemon serves, reloaded file by file, all or nothing.
+type profileStore struct {
 	dir string
 	log *slog.Logger
 
@@ -55,13 +55,13 @@ func supported(name string) bool {
 	return false
 }
 
-// NewStore loads every profile in dir; invalid files are kept as errors, not fatal.
-func NewStore(dir string, log *slog.Logger) (*Store, error) {
+// newProfileStore loads every profile in dir; invalid files are kept as errors, not fatal.
+func newProfileStore(dir string, log *slog.Logger) (*profileStore, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("profiles directory: %w", err)
 	}
-	s := &Store{dir: dir, log: log, files: map[string]*ProfileFile{}}
+	s := &profileStore{dir: dir, log: log, files: map[string]*ProfileFile{}}
 	for _, e := range entries {
 		if !e.IsDir() && supported(e.Name()) {
 			s.reload(filepath.Join(dir, e.Name()))
@@ -71,7 +71,7 @@ func NewStore(dir string, log *slog.Logger) (*Store, error) {
 }
 
 // Get returns the served profile called name.
-func (s *Store) Get(name string) (*profiles.Profile, bool) {
+func (s *profileStore) Get(name string) (*profiles.Profile, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for _, f := range s.files {
@@ -83,7 +83,7 @@ func (s *Store) Get(name string) (*profiles.Profile, bool) {
 }
 
 // Profiles returns the served profiles, by name.
-func (s *Store) Profiles() []*profiles.Profile {
+func (s *profileStore) Profiles() []*profiles.Profile {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*profiles.Profile
@@ -97,7 +97,7 @@ func (s *Store) Profiles() []*profiles.Profile {
 }
 
 // State returns a copy of every file's state, by file, and the store's generation.
-func (s *Store) State() ([]ProfileFile, int) {
+func (s *profileStore) State() ([]ProfileFile, int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]ProfileFile, 0, len(s.files))
@@ -111,7 +111,7 @@ func (s *Store) State() ([]ProfileFile, int) {
 }
 
 // reload loads path again: a good load replaces the served version, a refusal keeps it.
-func (s *Store) reload(path string) {
+func (s *profileStore) reload(path string) {
 	raw, _ := os.ReadFile(path) // for the digest only; a change before LoadFile only makes it stale
 	p, err := profiles.LoadFile(path)
 	if errors.Is(err, os.ErrNotExist) || (err != nil && !fileExists(path)) {
@@ -140,7 +140,7 @@ func (s *Store) reload(path string) {
 }
 
 // conflictLocked refuses a second file defining the same profile name.
-func (s *Store) conflictLocked(path, name string) error {
+func (s *profileStore) conflictLocked(path, name string) error {
 	for other, f := range s.files {
 		if other != path && f.Name == name && f.profile != nil {
 			return &profiles.Error{File: path, Reason: fmt.Sprintf("profile name %q is also defined by %s", name, other)}
@@ -149,7 +149,7 @@ func (s *Store) conflictLocked(path, name string) error {
 	return nil
 }
 
-func (s *Store) refuseLocked(f *ProfileFile, err error) {
+func (s *profileStore) refuseLocked(f *ProfileFile, err error) {
 	f.Error, f.FailedAt = err.Error(), time.Now()
 	var pe *profiles.Error
 	if errors.As(err, &pe) {
@@ -159,7 +159,7 @@ func (s *Store) refuseLocked(f *ProfileFile, err error) {
 		"error", err.Error(), "serving_version", f.Version)
 }
 
-func (s *Store) remove(path string) {
+func (s *profileStore) remove(path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.files[path]; ok {
@@ -179,7 +179,7 @@ func fileExists(path string) bool {
 // separate events); and every rescanEvery the directory is read again, so a missed event (a
 // directory swapped through a symlink, an event dropped under load) is caught. Unchanged files
 // are left alone either way.
-func (s *Store) Watch(ctx context.Context) error {
+func (s *profileStore) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch profiles: %w", err)
@@ -232,7 +232,7 @@ const (
 )
 
 // reloadIfChanged reloads path unless its content is the version served, or the one refused.
-func (s *Store) reloadIfChanged(path string) {
+func (s *profileStore) reloadIfChanged(path string) {
 	raw, err := os.ReadFile(path)
 	s.mu.RLock()
 	f := s.files[path]
@@ -245,7 +245,7 @@ func (s *Store) reloadIfChanged(path string) {
 }
 
 // rescan reloads every changed profile file in the directory and forgets those that are gone.
-func (s *Store) rescan() {
+func (s *profileStore) rescan() {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return

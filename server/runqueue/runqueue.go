@@ -1,7 +1,7 @@
-// Package admission caps the runs a daemon executes at once and queues a bounded number more,
+// Package runqueue caps the runs a daemon executes at once and queues a bounded number more,
 // shedding by criticality when the queue is full (seed 003): a higher-criticality arrival
 // displaces the lowest waiting one, an equal or lower one is refused. Nothing here does I/O.
-package admission
+package runqueue
 
 import (
 	"context"
