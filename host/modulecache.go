@@ -66,6 +66,21 @@ func (c *moduleCache) get(ctx context.Context, key [32]byte, size int, compile f
 	return &g, nil
 }
 
+// lookup returns the guest for key if it is compiled already, held as get's is, or nil.
+func (c *moduleCache) lookup(key [32]byte) *guest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || e.g == nil { // not compiled yet, or failed (and being removed)
+		return nil
+	}
+	e.refs++
+	c.touch(key)
+	g := *e.g
+	g.release = func() { c.done(e) }
+	return &g
+}
+
 // fill compiles an entry; a failure is not kept, so the next run tries again.
 func (c *moduleCache) fill(key [32]byte, e *cachedModule, compile func() (*guest, error)) {
 	g, err := compile()
@@ -105,7 +120,7 @@ func (c *moduleCache) evictLocked(key [32]byte) {
 	c.bytes -= e.size
 	e.evicted = true
 	if e.refs == 0 {
-		e.g.mod.Close(context.Background())
+		e.g.close()
 	}
 }
 
@@ -115,7 +130,7 @@ func (c *moduleCache) done(e *cachedModule) {
 	defer c.mu.Unlock()
 	e.refs--
 	if e.refs == 0 && e.evicted && e.g != nil {
-		e.g.mod.Close(context.Background())
+		e.g.close()
 	}
 }
 
@@ -126,4 +141,11 @@ func (c *moduleCache) closeAll() {
 	for len(c.order) > 0 {
 		c.evictLocked(c.order[0])
 	}
+}
+
+// close releases a cached guest's compiled code and its memory image, if it has one. Instances
+// that map the image keep their mapping.
+func (g *guest) close() {
+	g.mod.Close(context.Background())
+	g.snap.close()
 }

@@ -79,9 +79,10 @@ type guest struct {
 	r        wazero.Runtime // the runtime mod was compiled in
 	mod      wazero.CompiledModule
 	entry    entry
-	minBytes int64     // the memory the module declares it needs at start
-	snap     *snapshot // the state after _initialize, for a kind that snapshots; nil to run it
-	release  func()    // called when a run is done with the guest; nil for nothing
+	minBytes int64       // the memory the module declares it needs at start
+	snap     *snapshot   // the state after _initialize, or a .wasm tool's before it (snapshot.go); nil for none
+	shape    moduleShape // a checked .wasm tool's counts (wasmcheck.go), without its module
+	release  func()      // called when a run is done with the guest; nil for nothing
 }
 
 // New builds a Runtime. Close it to release compiled code and pooled instances.

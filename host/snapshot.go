@@ -33,12 +33,14 @@ import (
 // read and write when they are exported.
 const globalExportPrefix = "plimsoll.snapshot.global."
 
-// snapshot is the state of an instance after _initialize.
+// snapshot is the state of an instance after _initialize, or, for a .wasm tool (prepareData),
+// before it: the memory its data segments make.
 type snapshot struct {
-	size    uint64   // the memory size in bytes
-	image   []byte   // the memory, when it is not in file
-	file    *image   // the memory, to map copy-on-write; nil when the platform cannot
-	globals []global // the mutable globals
+	size       uint64   // the memory size in bytes
+	image      []byte   // the memory, when it is not in file
+	file       *image   // the memory, to map copy-on-write; nil when the platform cannot
+	globals    []global // the mutable globals
+	beforeInit bool     // the state is before _initialize, which each instance then runs
 }
 
 type global struct {
@@ -74,6 +76,48 @@ func prepareJS(bin []byte) (mod []byte, data []wasmbin.DataSegment, globals []st
 		return nil, nil, nil, false
 	}
 	return m.Rewrite(wasmbin.Edit{Index: export, Body: body}, wasmbin.Edit{Index: dataSec, Drop: true}), data, globals, true
+}
+
+// prepareData returns bin without its data section and the memory image its active segments
+// make, for a .wasm tool. wazero evaluates every segment's offset and copies its bytes in each
+// instantiation, and Go's linker leaves runs of zeros out of the data section, so a Go tool has
+// thousands of segments: about half of its second run's start. The image is mapped copy-on-write
+// instead, as the JS engine's snapshot is. Unlike that snapshot it is the state before
+// _initialize, which every instance still runs: Go's runtime seeds its randomness there
+// (math/rand, map hash seeds), and a snapshot after it would give every run the same seed (see
+// SECURITY.md). ok is false when bin cannot be read this way (no data section or memory of its
+// own, a data count section, a segment that is not active in memory 0 at an i32.const offset or
+// that ends past the memory's minimum size): bin is then compiled as it is.
+func prepareData(bin []byte) (mod []byte, snap *snapshot, ok bool) {
+	m, err := wasmbin.Read(bin)
+	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 { // bulk-memory instructions may name segments
+		return nil, nil, false
+	}
+	dataSec := m.Index(wasmbin.SectionData)
+	pages, hasMemory := m.MinPages()
+	if dataSec < 0 || !hasMemory {
+		return nil, nil, false
+	}
+	data, ok := m.Sections[dataSec].ActiveData()
+	if !ok {
+		return nil, nil, false
+	}
+	var end uint64
+	for _, d := range data {
+		end = max(end, uint64(d.Offset)+uint64(len(d.Init)))
+	}
+	if end > pages*wasmPage { // instantiating fails; wazero says so
+		return nil, nil, false
+	}
+	mem := make([]byte, end)
+	for _, d := range data {
+		copy(mem[d.Offset:], d.Init)
+	}
+	snap = &snapshot{size: end, beforeInit: true}
+	if snap.file, err = newImage(mem); err != nil {
+		snap.image = mem
+	}
+	return m.Rewrite(wasmbin.Edit{Index: dataSec, Drop: true}), snap, true
 }
 
 // importedGlobals counts the globals m imports, which come first in the index space.
@@ -151,6 +195,6 @@ func (s *snapshot) restore(inst *instance) error {
 		}
 		mg.Set(g.value)
 	}
-	inst.initialized = true
+	inst.initialized = !s.beforeInit
 	return nil
 }

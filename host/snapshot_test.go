@@ -111,3 +111,85 @@ func TestSnapshotImageIsShared(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, bytes.Equal(want, got), "a write to one instance's memory reached another")
 }
+
+func TestPrepareData(t *testing.T) {
+	const header = "\x00asm\x01\x00\x00\x00"
+	const memory = "\x05\x03\x01\x00\x01" // memory, min 1 page
+	// No data section, no memory of its own, a data count section, a segment past the memory's
+	// minimum: not prepared.
+	for _, bin := range []string{header + memory,
+		header + "\x0b\x07\x01\x00\x41\x08\x0b\x01a",
+		header + memory + "\x0c\x01\x01" + "\x0b\x07\x01\x00\x41\x08\x0b\x01a",
+		header + memory + "\x0b\x09\x01\x00\x41\x80\x80\x04\x0b\x01a", // "a" at 65536
+	} {
+		_, snap, ok := prepareData([]byte(bin))
+		require.False(t, ok, "%q", bin)
+		require.Nil(t, snap)
+	}
+	// "a" at 65535 ends where the memory does.
+	_, snap, ok := prepareData([]byte(header + memory + "\x0b\x09\x01\x00\x41\xff\xff\x03\x0b\x01a"))
+	require.True(t, ok)
+	require.EqualValues(t, 65536, snap.size)
+	snap.close()
+
+	// "bc" at 10, then "a" at 8 and "X" at 11 over it: later segments win, as in instantiation.
+	bin := []byte(header + memory + "\x0b\x14\x03\x00\x41\x0a\x0b\x02bc\x00\x41\x08\x0b\x01a\x00\x41\x0b\x0b\x01X")
+	mod, snap, ok := prepareData(bin)
+	require.True(t, ok)
+	defer snap.close()
+	require.True(t, snap.beforeInit)
+	require.Equal(t, []byte(header+memory), mod, "the data section is gone")
+	got := make([]byte, snap.size)
+	if snap.file != nil {
+		require.NoError(t, snap.file.copyTo(got))
+	} else {
+		copy(got, snap.image)
+	}
+	require.Equal(t, []byte("\x00\x00\x00\x00\x00\x00\x00\x00a\x00bX"), got)
+}
+
+// TestGoToolStartsFromItsDataImage checks that a .wasm tool's instance, before _initialize,
+// holds the same memory whether wazero applied the data segments or the image was mapped, and
+// that each run still runs _initialize in a fresh instance.
+func TestGoToolStartsFromItsDataImage(t *testing.T) {
+	ps := newPetstore(t)
+	p := profile(t, ps.URL, "")
+	rt := newRuntime(t, Options{})
+	for range 2 {
+		res := rt.Run(context.Background(), goGuest(), p, guestCmd(map[string]any{"op": "state"}))
+		require.NoError(t, res.Err)
+		require.Equal(t, "1\n", string(res.Output), "a package variable kept its value from another run")
+	}
+	ctx := context.Background()
+	tool := goGuest()
+	g := rt.kinds[kindWasm].(*wasmKind).modules.lookup(tool.contentHash())
+	require.NotNil(t, g)
+	defer g.release()
+	// A run of the cached module with room for its memory but not its tables is still refused.
+	p.Limits.Memory = int64(g.shape.minPages)*wasmPage + int64(g.shape.tableElements)*tableElementBytes/2
+	res := rt.Run(ctx, tool, p, guestCmd(map[string]any{"op": "state"}))
+	require.Equal(t, broker.StatusLimit, res.Audit.Status)
+	require.ErrorContains(t, res.Err, "the module's memory (")
+	require.EqualValues(t, 1, rt.kinds[kindWasm].(*wasmKind).compiled.Load())
+	require.NotNil(t, g.snap, "the data section was not turned into an image")
+	require.True(t, g.snap.beforeInit)
+	if runtime.GOOS == "linux" {
+		require.NotNil(t, g.snap.file)
+	}
+	inst, err := rt.newInstance(ctx, g, profiles.MaxMemory)
+	require.NoError(t, err)
+	defer inst.close(ctx)
+	require.False(t, inst.initialized, "_initialize must run in every instance")
+	require.Equal(t, runtime.GOOS == "linux", inst.mem.imaged)
+
+	plain, err := rt.compile(ctx, tool.wasm)
+	require.NoError(t, err)
+	defer plain.mod.Close(ctx)
+	ref, err := rt.newInstance(ctx, plain, profiles.MaxMemory)
+	require.NoError(t, err)
+	defer ref.close(ctx)
+	want, _ := ref.mod.Memory().Read(0, ref.mod.Memory().Size())
+	got, _ := inst.mod.Memory().Read(0, inst.mod.Memory().Size())
+	require.Equal(t, len(want), len(got))
+	require.True(t, bytes.Equal(want, got), "the mapped image differs from the data segments applied")
+}

@@ -29,6 +29,14 @@ func (k *wasmKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, lim
 	if len(tool.wasm) == 0 {
 		return nil, nil, setupError("load the tool", &ModuleError{Reason: "the module is empty"})
 	}
+	key := tool.contentHash()
+	if g := k.modules.lookup(key); g != nil { // checked against the same limits when compiled
+		if err := checkFits(g.shape, limits.Memory); err != nil {
+			g.release()
+			return nil, nil, err
+		}
+		return g, input, nil
+	}
 	shape, err := checkModule(tool.wasm, k.limits)
 	if isMalformed(err) {
 		// wazero reads the sections in the same order and says precisely what is wrong. Should
@@ -45,7 +53,6 @@ func (k *wasmKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, lim
 	if err := checkFits(shape, limits.Memory); err != nil {
 		return nil, nil, err
 	}
-	key := tool.contentHash()
 	g, err := k.modules.get(ctx, key, len(tool.wasm), func() (*guest, error) { return k.compile(tool.wasm, shape) })
 	if err != nil {
 		if ctx.Err() != nil {
@@ -77,7 +84,18 @@ func (k *wasmKind) compile(bin []byte, shape moduleShape) (*guest, error) {
 	k.compiles <- struct{}{}
 	defer func() { <-k.compiles }()
 	k.compiled.Add(1)
-	return k.rt.compile(context.Background(), boundTables(bin, shape))
+	bin = boundTables(bin, shape)
+	mod, snap, ok := prepareData(bin)
+	if !ok {
+		mod = coalesceData(bin)
+	}
+	g, err := k.rt.compile(context.Background(), mod)
+	if err != nil {
+		snap.close()
+		return nil, err
+	}
+	g.snap, g.shape = snap, moduleShape{tableElements: shape.tableElements, minPages: shape.minPages}
+	return g, nil
 }
 
 func (k *wasmKind) pooled(*guest, uint64) *instance { return nil }
