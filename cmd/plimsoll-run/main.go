@@ -48,7 +48,7 @@ Usage:
   plimsoll-run serve [--listen ADDR] [--admin ADDR|off] [--admin-token-env NAME] [--profiles DIR]
                      [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]
                      [--fleet URL [--fleet-name NAME] [--replica NAME] [--fleet-creds FILE]
-                     [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE]]
+                     [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE] [--fleet-replicas N]]
                      the daemon: /v1, and MCP over streamable HTTP at /mcp
   plimsoll-run admin state|force-open NAME --reason R|clear NAME|reload [--profile NAME]
                      [--route "METHOD /path"] [--admin ADDR] [--token-env NAME] [--operator NAME] [--json]

@@ -9,7 +9,7 @@ import (
 	"github.com/plimsoll/plimsoll/server"
 )
 
-const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--admin-token-env NAME] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s] [--fleet nats://HOST:4222 [--fleet-name NAME] [--replica NAME] [--fleet-creds FILE] [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE]]"
+const serveSynopsis = "plimsoll-run serve [--listen 127.0.0.1:7070] [--admin 127.0.0.1:7071] [--admin-token-env NAME] [--profiles DIR] [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain 30s] [--fleet nats://HOST:4222 [--fleet-name NAME] [--replica NAME] [--fleet-creds FILE] [--fleet-token-env NAME] [--fleet-ca FILE] [--fleet-cert FILE] [--fleet-key FILE] [--fleet-replicas N]]"
 
 // cmdServe runs the daemon until SIGTERM or SIGINT (ctx), then drains and exits 0.
 func cmdServe(ctx context.Context, args []string, e env) int {

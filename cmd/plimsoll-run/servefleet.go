@@ -10,6 +10,7 @@ import (
 // fleetFlags are serve's --fleet options (issue 27); none set keeps the daemon on its own.
 type fleetFlags struct {
 	url, name, replica, creds, tokenEnv, ca, cert, key string
+	replicas                                           int
 }
 
 func addFleetFlags(fs *flag.FlagSet) *fleetFlags {
@@ -22,6 +23,7 @@ func addFleetFlags(fs *flag.FlagSet) *fleetFlags {
 	fs.StringVar(&f.ca, "fleet-ca", "", "CA `FILE` that signs the NATS server's TLS certificate")
 	fs.StringVar(&f.cert, "fleet-cert", "", "TLS client certificate `FILE` for NATS")
 	fs.StringVar(&f.key, "fleet-key", "", "TLS client key `FILE` for NATS")
+	fs.IntVar(&f.replicas, "fleet-replicas", 1, "copies (`N`, 1–5) a NATS cluster keeps of the fleet's buckets; 3 survives one node's loss")
 	return f
 }
 
@@ -30,7 +32,7 @@ func (f *fleetFlags) options(getenv func(string) string) *fleet.Options {
 	if f.url == "" {
 		return nil
 	}
-	o := &fleet.Options{URL: f.url, Name: f.name, Replica: f.replica, CredsFile: f.creds, CAFile: f.ca, CertFile: f.cert, KeyFile: f.key}
+	o := &fleet.Options{URL: f.url, Name: f.name, Replica: f.replica, CredsFile: f.creds, CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, Replicas: f.replicas}
 	if o.Replica == "" {
 		o.Replica, _ = os.Hostname()
 	}

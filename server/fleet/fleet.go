@@ -56,6 +56,7 @@ type Options struct {
 	CAFile    string // TLS: the CA that signs the server's certificate
 	CertFile  string // TLS client certificate and key, if the server asks for one
 	KeyFile   string
+	Replicas  int              // copies JetStream keeps of each bucket in a NATS cluster (1–5); 0 is 1
 	Now       func() time.Time // the clock heartbeats are stamped and judged by; nil is time.Now
 }
 
@@ -94,6 +95,9 @@ func Join(ctx context.Context, opt Options, apply func(Change)) (*Fleet, error) 
 		return nil, fmt.Errorf("%w: URL, Name (no spaces, dots or wildcards) and Replica are required (URL=%q Name=%q Replica=%q)",
 			ErrBadOptions, opt.URL, opt.Name, opt.Replica)
 	}
+	if opt.Replicas < 0 || opt.Replicas > 5 {
+		return nil, fmt.Errorf("%w: Replicas %d: JetStream keeps 1 to 5 copies of a bucket", ErrBadOptions, opt.Replicas)
+	}
 	f := &Fleet{opt: opt, apply: apply, known: map[string]Flag{}, roster: map[string]Beat{}, instance: newInstance(), done: make(chan struct{})}
 	nc, err := nats.Connect(opt.URL, f.natsOptions()...)
 	if err != nil {
@@ -111,6 +115,9 @@ func (f *Fleet) natsOptions() []nats.Option {
 	o := []nats.Option{
 		nats.Name("plimsoll " + f.opt.Name + "/" + f.opt.Replica),
 		nats.MaxReconnects(-1), // a partition heals; never give up on the fleet
+		// No write is queued while cut off: an action refused as "this replica only" must not
+		// land on the heal, over whatever the fleet decided meanwhile.
+		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { f.setDegraded(fmt.Sprint("NATS unreachable: ", err)) }),
 		nats.ReconnectHandler(func(*nats.Conn) { go f.rewatch() }),
 	}
@@ -136,7 +143,7 @@ func (f *Fleet) open(ctx context.Context) error {
 		return fmt.Errorf("fleet: jetstream: %w", err)
 	}
 	f.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: "plimsoll_" + f.opt.Name + "_flags", Description: "plimsoll operator actions (force-open flags)",
+		Bucket: "plimsoll_" + f.opt.Name + "_flags", Description: "plimsoll operator actions (force-open flags)", Replicas: f.opt.Replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("fleet: flags bucket: %w", err)
@@ -189,19 +196,38 @@ func (f *Fleet) watchAll(ctx context.Context) error {
 }
 
 // rewatch runs after a reconnect: the watch is started afresh rather than left to notice the
-// outage by missed heartbeats, which takes many seconds.
+// outage by missed heartbeats, which takes many seconds. It retries until it succeeds, the
+// connection drops again (the next reconnect starts over) or the fleet is closed: a NATS cluster
+// may still be electing the bucket's leader when a replica reconnects to a surviving node.
 func (f *Fleet) rewatch() {
+	for {
+		err := f.rewatchOnce()
+		if err == nil {
+			f.setDegraded("")
+			return
+		}
+		f.setDegraded(err.Error())
+		select {
+		case <-f.done:
+			return
+		case <-time.After(time.Second):
+		}
+		if !f.nc.IsConnected() {
+			return
+		}
+	}
+}
+
+func (f *Fleet) rewatchOnce() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := f.watchAll(ctx); err != nil {
-		f.setDegraded(fmt.Sprint("NATS is back but the flags could not be re-read: ", err))
-		return
+		return fmt.Errorf("NATS is back but the flags could not be re-read: %w", err)
 	}
 	if err := f.watchBeats(); err != nil {
-		f.setDegraded(fmt.Sprint("NATS is back but the replicas could not be re-read: ", err))
-		return
+		return fmt.Errorf("NATS is back but the replicas could not be re-read: %w", err)
 	}
-	f.setDegraded("")
+	return nil
 }
 
 // follow applies w's later changes until w is stopped or replaced.
