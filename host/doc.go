@@ -18,6 +18,14 @@
 // The guest sees no filesystem, arguments or environment; the real wall and monotonic clocks;
 // crypto randomness; and sleeps that really sleep but end at the run deadline.
 //
+// # Kinds of tool
+//
+// A Tool is one kind's: JavaScript (JSTool) and Python (PythonTool) source run on engines the
+// host embeds, a wasip1 module of the tool's own (WasmTool), an Extism plugin (ExtismTool).
+// Kinds lists them, each with the language and file extensions it answers to; ToolFromSource and
+// ReadTool build a tool from bytes by its name's extension (KindFor), and a run request's
+// language finds its kind with KindForLanguage. Each kind is registered once, in kind.go.
+//
 // # Statuses and errors
 //
 // Result.Err is mapped to the audit status in one place (statusOf):

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -53,10 +52,53 @@ const extismVarBytes = 64 << 10
 // the process; its own debug and trace lines are below it.
 var extismLogLevel = sync.OnceFunc(func() { extism.SetLogLevel(extism.LogLevelInfo) })
 
-func newExtismKind(rt *Runtime) *extismKind {
+// KindExtism names Extism plugins (ExtismTool).
+const KindExtism = "extism"
+
+// ExtismTool is an Extism plugin built with any PDK: the run calls its export function (""
+// means ExtismFunction, "run") with the tool's input as the plugin's input, and the plugin's
+// output is the tool's output. Calls go through plimsoll_call (preamble/extism-go).
+// The slice is not copied; do not modify it once the tool is built.
+func ExtismTool(name string, wasm []byte, function string) Tool {
+	return Tool{Name: name, src: plugin{newModule(wasm), function}}
+}
+
+// plugin is an Extism plugin and the function its run calls ("" for ExtismFunction).
+type plugin struct {
+	module
+	fn string
+}
+
+func (plugin) kind() string { return KindExtism }
+
+func extismFromSource(name string, wasm []byte) Tool { return ExtismTool(name, wasm, "") }
+
+// WithFunction is an Extism tool calling function instead; any other tool is returned as it is.
+func (t Tool) WithFunction(function string) Tool {
+	if p, ok := t.src.(plugin); ok {
+		p.fn = function
+		t.src = p
+	}
+	return t
+}
+
+// AsExtism is a module tool run as an Extism plugin calling function ("" means ExtismFunction),
+// whatever it imports; any other tool is returned as it is.
+func (t Tool) AsExtism(function string) Tool {
+	switch m := t.src.(type) {
+	case module:
+		t.src = plugin{m, function}
+	case plugin:
+		m.fn = function
+		t.src = m
+	}
+	return t
+}
+
+func newExtismKind(_ context.Context, rt *Runtime) (guestKind, error) {
 	extismLogLevel()
 	return &extismKind{rt: rt, limits: rt.opts.ModuleLimits.withDefaults(), compiles: make(chan struct{}, runtime.NumCPU()),
-		modules: newModuleCache(maxCachedModules, maxCachedModuleBytes), live: map[*extism.CompiledPlugin]struct{}{}}
+		modules: newModuleCache(maxCachedModules, maxCachedModuleBytes), live: map[*extism.CompiledPlugin]struct{}{}}, nil
 }
 
 // ExtismHTTPError is a plugin that called Extism's http_request. plimsoll allows it no host, so
@@ -131,10 +173,11 @@ func checkPluginImports(m *wasmbin.Module) error {
 }
 
 func (k *extismKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, limits profiles.Limits, input []byte) (*guest, []byte, error) {
-	if len(tool.wasm) == 0 {
+	p := tool.src.(plugin)
+	if len(p.wasm) == 0 {
 		return nil, nil, setupError("load the plugin", &ModuleError{Reason: "the module is empty"})
 	}
-	shape, err := checkModule(tool.wasm, k.limits)
+	shape, err := checkModule(p.wasm, k.limits)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,19 +187,14 @@ func (k *extismKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, l
 	if err := checkFits(shape, limits.Memory); err != nil {
 		return nil, nil, err
 	}
-	key := tool.sum
-	if key == nil {
-		sum := sha256.Sum256(tool.wasm)
-		key = &sum
-	}
-	g, err := k.modules.get(ctx, *key, len(tool.wasm), func() (*guest, error) { return k.compile(tool.wasm, shape) })
+	g, err := k.modules.get(ctx, p.sum, len(p.wasm), func() (*guest, error) { return k.compile(p.wasm, shape) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, contextError(ctx)
 		}
 		return nil, nil, err
 	}
-	fn := tool.fn
+	fn := p.fn
 	if fn == "" {
 		fn = ExtismFunction
 	}

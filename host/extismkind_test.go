@@ -15,7 +15,7 @@ import (
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
-func (rt *Runtime) extismPlugins() *extismKind { return rt.kinds[kindExtism].(*extismKind) }
+func (rt *Runtime) extismPlugins() *extismKind { return rt.kinds[KindExtism].(*extismKind) }
 
 func testPlugin(fn string) Tool { return ExtismTool("testplugin.wasm", testplugin.Wasm(), fn) }
 

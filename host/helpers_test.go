@@ -139,4 +139,4 @@ func guestCmd(fields map[string]any) []byte {
 }
 
 // jsEngine is the runtime's JavaScript kind, for tests that look inside it.
-func (rt *Runtime) jsEngine() *jsKind { return rt.kinds[kindJS].(*jsKind) }
+func (rt *Runtime) jsEngine() *jsKind { return rt.kinds[KindJS].(*jsKind) }

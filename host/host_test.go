@@ -319,7 +319,7 @@ func TestSetupFailuresStillAudit(t *testing.T) {
 				"(allowed: wasi_snapshot_preview1, plimsoll.host_call, plimsoll.host_response, plimsoll.host_submit, plimsoll.host_wait, plimsoll.host_result)"},
 		{"not wasm", WasmTool("junk", []byte("\x00asm junk")), profile(t, ps.URL, ""), nil, "compile the module: "},
 		{"empty tool", Tool{Name: "nothing"}, profile(t, ps.URL, ""), nil,
-			"load the tool: the tool has neither JavaScript source nor a wasm module"},
+			"load the tool: the tool has no kind: build it with ToolFromSource or a kind's constructor"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,7 +45,20 @@ type jsKind struct {
 	preloads preloads // the engine with a profile's preamble evaluated (preload.go)
 }
 
-func newJSKind(ctx context.Context, rt *Runtime) (*jsKind, error) {
+// KindJS names JavaScript tools (JSTool).
+const KindJS = "js"
+
+// JSTool is a JavaScript tool: src is the body of an async function with input in scope.
+func JSTool(name, src string) Tool { return Tool{Name: name, src: jsSource(src)} }
+
+// jsSource is a JavaScript tool's source.
+type jsSource string
+
+func (jsSource) kind() string { return KindJS }
+
+func jsFromSource(name string, src []byte) Tool { return JSTool(name, string(src)) }
+
+func newJSKind(ctx context.Context, rt *Runtime) (guestKind, error) {
 	r, err := rt.newEngine(ctx, closeOnContextDone)
 	if err != nil {
 		return nil, err
@@ -127,7 +140,7 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 	if !engineDeadline {
 		deadline = time.Time{}
 	}
-	stdin, err := engineStdin(tool, input, preamble, deadline)
+	stdin, err := engineStdin(tool.Name, string(tool.src.(jsSource)), input, preamble, deadline)
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
@@ -204,7 +217,7 @@ var errInputNotJSON = errors.New("the input is not valid JSON")
 
 // engineStdin builds an engine guest's stdin (QuickJS-ng and CPython read the same request).
 // Empty input is null; a zero deadline is none.
-func engineStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]byte, error) {
+func engineStdin(name, src string, input []byte, preamble string, deadline time.Time) ([]byte, error) {
 	in := json.RawMessage("null")
 	if len(bytes.TrimSpace(input)) > 0 {
 		if !json.Valid(input) {
@@ -212,7 +225,7 @@ func engineStdin(t Tool, input []byte, preamble string, deadline time.Time) ([]b
 		}
 		in = input
 	}
-	req := jsRequest{Tool: t.js, Input: in, Preamble: preamble, Name: t.Name}
+	req := jsRequest{Tool: src, Input: in, Preamble: preamble, Name: name}
 	if !deadline.IsZero() {
 		req.DeadlineUnixMs = deadline.UnixMilli()
 	}

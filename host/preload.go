@@ -102,7 +102,7 @@ func (k *jsKind) preload(base *guest, preamble string) (*guest, error) {
 		return nil, errors.New("the engine does not export " + preloadExport)
 	}
 	deadline, _ := ctx.Deadline()
-	stdin, err := engineStdin(Tool{}, nil, preamble, deadline)
+	stdin, err := engineStdin("", "", nil, preamble, deadline)
 	if err != nil {
 		return nil, err
 	}

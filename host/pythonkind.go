@@ -22,7 +22,14 @@ const KindPython = "python"
 
 // PythonTool is a Python tool: src is the body of an async function with input and api in scope
 // (guests/python).
-func PythonTool(name, src string) Tool { return Tool{Name: name, kind: kindPython, js: src} }
+func PythonTool(name, src string) Tool { return Tool{Name: name, src: pythonSource(src)} }
+
+// pythonSource is a Python tool's source.
+type pythonSource string
+
+func (pythonSource) kind() string { return KindPython }
+
+func pythonFromSource(name string, src []byte) Tool { return PythonTool(name, string(src)) }
 
 // pythonKind runs Python tools on the embedded CPython (guests/python), in a wazero runtime of its
 // own without close-on-context-done: the interpreter checks the run's deadline from every loop of
@@ -39,7 +46,7 @@ type pythonKind struct {
 	released bool
 }
 
-func newPythonKind(ctx context.Context, rt *Runtime) (*pythonKind, error) {
+func newPythonKind(ctx context.Context, rt *Runtime) (guestKind, error) {
 	r, err := rt.newEngine(ctx, false)
 	if err != nil {
 		return nil, err
@@ -103,7 +110,7 @@ func (k *pythonKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _
 	if err != nil {
 		return nil, nil, setupError("read the Python preamble", err)
 	}
-	stdin, err := engineStdin(tool, input, preamble, deadline) // the Python engine reads the JS engine's request
+	stdin, err := engineStdin(tool.Name, string(tool.src.(pythonSource)), input, preamble, deadline) // the Python engine reads the JS engine's request
 	if err != nil {
 		return nil, nil, setupError("read the input", err)
 	}
@@ -176,5 +183,5 @@ func (rt *Runtime) PreparePython() error {
 		return ErrClosed
 	}
 	defer rt.running.Done()
-	return rt.kinds[kindPython].(*pythonKind).prepare()
+	return rt.kinds[KindPython].(*pythonKind).prepare()
 }

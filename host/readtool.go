@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 )
 
 // MaxToolBytes is the most a tool's source or module may be, however it arrives: a file, stdin,
@@ -13,11 +14,11 @@ import (
 // default) still applies before it.
 const MaxToolBytes = 32 << 20
 
-// ErrToolTooLarge is matched by a tool over MaxToolBytes; ErrToolKind by a name that says
-// neither JavaScript (.js), Python (.py) nor a module (.wasm).
+// ErrToolTooLarge is matched by a tool over MaxToolBytes; ErrToolKind by a name whose extension
+// no kind answers to (KindFor): its message lists the ones they do.
 var (
 	ErrToolTooLarge = errors.New("the tool is over the tool size cap")
-	ErrToolKind     = errors.New("the tool is neither .js, .py nor .wasm")
+	ErrToolKind     = errors.New("the tool is neither " + list(extensions(), "nor"))
 )
 
 // ReadToolError is a tool that could not be read or built: Err is ErrToolTooLarge, ErrToolKind or
@@ -32,7 +33,7 @@ func (e *ReadToolError) Error() string {
 	case ErrToolTooLarge:
 		return fmt.Sprintf("tool %s is over %d bytes", e.Name, MaxToolBytes)
 	case ErrToolKind:
-		return fmt.Sprintf("tool %s: want a .js, .py or .wasm file", e.Name)
+		return fmt.Sprintf("tool %s: want a %s file", e.Name, list(extensions(), "or"))
 	}
 	return fmt.Sprintf("tool %s: %v", e.Name, e.Err)
 }
@@ -49,20 +50,24 @@ func ReadTool(name string, r io.Reader) (Tool, error) {
 	return ToolFromSource(name, src)
 }
 
-// ToolFromSource builds the tool named name from src, by the name's extension: .js is
-// JSTool, .py is PythonTool, .wasm is WasmTool (an Extism plugin when it imports Extism's host modules). src is
-// not copied for a module.
+// ToolFromSource builds the tool named name from src as the kind its extension names (KindFor):
+// .js is JSTool, .py is PythonTool, .wasm is WasmTool (an Extism plugin when it imports Extism's
+// host modules). src is not copied for a module.
 func ToolFromSource(name string, src []byte) (Tool, error) {
 	if len(src) > MaxToolBytes {
 		return Tool{}, &ReadToolError{Name: name, Err: ErrToolTooLarge}
 	}
-	switch filepath.Ext(name) {
-	case ".js":
-		return JSTool(name, string(src)), nil
-	case ".py":
-		return PythonTool(name, string(src)), nil
-	case ".wasm":
-		return WasmTool(name, src), nil
+	k, ok := KindFor(filepath.Ext(name))
+	if !ok {
+		return Tool{}, &ReadToolError{Name: name, Err: ErrToolKind}
 	}
-	return Tool{}, &ReadToolError{Name: name, Err: ErrToolKind}
+	return k.Tool(name, src), nil
+}
+
+// list is words as a sentence says them: "a, b or c" with conj "or".
+func list(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
 }

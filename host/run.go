@@ -129,9 +129,9 @@ type runState struct {
 // execute runs the guest and says how it ended.
 // clock, when set, makes the run timeout count active time (approvals; see deadline.go).
 func (rt *Runtime) execute(ctx context.Context, b *broker.Broker, tool Tool, p *profiles.Profile, input []byte, onLog func([]byte), clock *activeClock) (out, log []byte, err error) {
-	kind, ok := rt.kinds[tool.kind]
+	kind, ok := rt.kinds[tool.Kind()]
 	if !ok {
-		return nil, nil, setupError("load the tool", errors.New("the tool has neither JavaScript source nor a wasm module"))
+		return nil, nil, setupError("load the tool", errors.New("the tool has no kind: build it with ToolFromSource or a kind's constructor"))
 	}
 	st := &runState{kind: kind, limits: p.Limits.OrDefaults()} // a profile built in code may leave fields zero
 

@@ -61,7 +61,7 @@ type Runtime struct {
 	getenv  func(string) string
 	opts    Options
 	slots   chan struct{}
-	kinds   map[kindID]guestKind
+	kinds   map[string]guestKind
 	limits  *broker.Limits // the per-API concurrency limits its runs share (limits.go)
 
 	executing atomic.Int64  // runs inside execute
@@ -104,13 +104,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		n = 2 * runtime.GOMAXPROCS(0)
 	}
 	rt.slots = make(chan struct{}, n)
-	js, err := newJSKind(ctx, rt)
-	var py *pythonKind
-	if err == nil {
-		py, err = newPythonKind(ctx, rt)
-	}
-	if err == nil {
-		rt.r, err = rt.newEngine(ctx, true)
+	rt.r, err = rt.newEngine(ctx, true)
+	rt.kinds = make(map[string]guestKind, len(registered))
+	for _, e := range registered {
+		if err != nil {
+			break
+		}
+		rt.kinds[e.name], err = e.start(ctx, rt)
 	}
 	if err != nil {
 		for _, r := range rt.engines {
@@ -118,14 +118,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 		return nil, err
 	}
-	rt.kinds = map[kindID]guestKind{
-		kindJS:     js,
-		kindWasm:   newWasmKind(rt),
-		kindExtism: newExtismKind(rt),
-		kindPython: py,
-	}
-	if rt.opts.PoolSize > 0 {
-		js.startPool(rt.opts.PoolSize)
+	for _, k := range rt.kinds {
+		if p, ok := k.(pooler); ok && rt.opts.PoolSize > 0 {
+			p.startPool(rt.opts.PoolSize)
+		}
 	}
 	return rt, nil
 }

@@ -162,7 +162,7 @@ func TestGoToolStartsFromItsDataImage(t *testing.T) {
 	}
 	ctx := context.Background()
 	tool := goGuest()
-	g := rt.kinds[kindWasm].(*wasmKind).modules.lookup(tool.contentHash())
+	g := rt.kinds[KindWasm].(*wasmKind).modules.lookup(tool.src.(module).sum)
 	require.NotNil(t, g)
 	defer g.release()
 	// A run of the cached module with room for its memory but not its tables is still refused.
@@ -170,7 +170,7 @@ func TestGoToolStartsFromItsDataImage(t *testing.T) {
 	res := rt.Run(ctx, tool, p, guestCmd(map[string]any{"op": "state"}))
 	require.Equal(t, broker.StatusLimit, res.Audit.Status)
 	require.ErrorContains(t, res.Err, "the module's memory (")
-	require.EqualValues(t, 1, rt.kinds[kindWasm].(*wasmKind).compiled.Load())
+	require.EqualValues(t, 1, rt.kinds[KindWasm].(*wasmKind).compiled.Load())
 	require.NotNil(t, g.snap, "the data section was not turned into an image")
 	require.True(t, g.snap.beforeInit)
 	if runtime.GOOS == "linux" {
@@ -182,7 +182,7 @@ func TestGoToolStartsFromItsDataImage(t *testing.T) {
 	require.False(t, inst.initialized, "_initialize must run in every instance")
 	require.Equal(t, runtime.GOOS == "linux", inst.mem.imaged)
 
-	plain, err := rt.compile(ctx, tool.wasm)
+	plain, err := rt.compile(ctx, tool.src.(module).wasm)
 	require.NoError(t, err)
 	defer plain.mod.Close(ctx)
 	ref, err := rt.newInstance(ctx, plain, profiles.MaxMemory)

@@ -1,74 +1,25 @@
 package host
 
 import (
-	"crypto/sha256"
-
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/bulkhead"
 )
 
-// Tool is what a run runs: JavaScript source for the JS engine, or a wasip1 module of its own.
-// Build one with JSTool or WasmTool.
+// Tool is what a run runs: source for an engine (JSTool, PythonTool) or a module of its own
+// (WasmTool, ExtismTool). ToolFromSource builds one by its file name.
 type Tool struct {
 	Name string // on the audit line, and the script name in JavaScript stack traces
-	kind kindID
-	js   string    // the source, for kindJS and kindPython
-	wasm []byte    // the module, for kindWasm and kindExtism
-	fn   string    // the function an Extism plugin's run calls; "" for ExtismFunction
-	sum  *[32]byte // the module's content hash, taken once (3 MB of Go plugin: ~2 ms a run)
+	src  source // the kind's own part; nil for a zero Tool
+
+	_ [0]func() // not comparable, as when it held a module's bytes: == would panic on a module
 }
 
-// JSTool is a JavaScript tool: src is the body of an async function with input in scope.
-func JSTool(name, src string) Tool { return Tool{Name: name, kind: kindJS, js: src} }
-
-// WasmTool is a guest module built for wasip1: a reactor (_initialize and run() -> i32) or a
-// command (_start). The slice is not copied; do not modify it once the tool is built.
-// A module that imports Extism's host modules is an Extism plugin: it runs as ExtismTool(name,
-// wasm, "") does.
-func WasmTool(name string, wasm []byte) Tool {
-	if isExtismPlugin(wasm) {
-		return ExtismTool(name, wasm, "")
-	}
-	sum := sha256.Sum256(wasm) // once, not per run: a Go tool is MBs (a quarter of its run start)
-	return Tool{Name: name, kind: kindWasm, wasm: wasm, sum: &sum}
-}
-
-// ExtismTool is an Extism plugin built with any PDK: the run calls its export function (""
-// means ExtismFunction, "run") with the tool's input as the plugin's input, and the plugin's
-// output is the tool's output. Calls go through plimsoll_call (preamble/extism-go).
-// The slice is not copied; do not modify it once the tool is built.
-func ExtismTool(name string, wasm []byte, function string) Tool {
-	sum := sha256.Sum256(wasm)
-	return Tool{Name: name, kind: kindExtism, wasm: wasm, fn: function, sum: &sum}
-}
-
-// The kinds of tool, as Tool.Kind names them.
-const (
-	KindJS     = "js"
-	KindWasm   = "wasm"
-	KindExtism = "extism"
-)
-
-// Kind names the tool's kind: KindJS, KindWasm, KindExtism, KindPython, or "" for a zero Tool.
+// Kind names the tool's kind: KindJS, KindPython, KindWasm, KindExtism, or "" for a zero Tool.
 func (t Tool) Kind() string {
-	return map[kindID]string{kindJS: KindJS, kindWasm: KindWasm, kindExtism: KindExtism, kindPython: KindPython}[t.kind]
-}
-
-// WithFunction is an Extism tool calling function instead; any other tool is returned as it is.
-func (t Tool) WithFunction(function string) Tool {
-	if t.kind == kindExtism {
-		t.fn = function
+	if t.src == nil {
+		return ""
 	}
-	return t
-}
-
-// AsExtism is a module tool run as an Extism plugin calling function ("" means ExtismFunction),
-// whatever it imports; any other tool is returned as it is.
-func (t Tool) AsExtism(function string) Tool {
-	if t.kind != kindWasm && t.kind != kindExtism {
-		return t
-	}
-	return ExtismTool(t.Name, t.wasm, function)
+	return t.src.kind()
 }
 
 // Result is how a run went. Audit is always set, exactly once per run; Err is nil when
@@ -130,13 +81,4 @@ type LiveRun interface {
 	State() broker.State
 	Trace() []broker.TraceEntry
 	BreakerEvents() []broker.BreakerEvent
-}
-
-// contentHash is the module's sha256, taken when the tool was built (a Tool built as a literal
-// hashes now).
-func (t Tool) contentHash() [32]byte {
-	if t.sum != nil {
-		return *t.sum
-	}
-	return sha256.Sum256(t.wasm)
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -20,28 +21,53 @@ type wasmKind struct {
 	compiled atomic.Int64 // modules compiled, for tests and figures
 }
 
-func newWasmKind(rt *Runtime) *wasmKind {
+// KindWasm names tools that are wasip1 modules of their own (WasmTool).
+const KindWasm = "wasm"
+
+// WasmTool is a guest module built for wasip1: a reactor (_initialize and run() -> i32) or a
+// command (_start). The slice is not copied; do not modify it once the tool is built.
+// A module that imports Extism's host modules is an Extism plugin: it runs as ExtismTool(name,
+// wasm, "") does.
+func WasmTool(name string, wasm []byte) Tool {
+	if isExtismPlugin(wasm) {
+		return ExtismTool(name, wasm, "")
+	}
+	return Tool{Name: name, src: newModule(wasm)}
+}
+
+// module is a module tool's bytes and their content hash, taken once when the tool is built, not
+// per run: a Go tool is MBs (a quarter of its run start).
+type module struct {
+	wasm []byte
+	sum  [32]byte
+}
+
+func newModule(wasm []byte) module { return module{wasm: wasm, sum: sha256.Sum256(wasm)} }
+
+func (module) kind() string { return KindWasm }
+
+func newWasmKind(_ context.Context, rt *Runtime) (guestKind, error) {
 	return &wasmKind{rt: rt, limits: rt.opts.ModuleLimits.withDefaults(), compiles: make(chan struct{}, runtime.NumCPU()),
-		modules: newModuleCache(maxCachedModules, maxCachedModuleBytes)}
+		modules: newModuleCache(maxCachedModules, maxCachedModuleBytes)}, nil
 }
 
 func (k *wasmKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, limits profiles.Limits, input []byte) (*guest, []byte, error) {
-	if len(tool.wasm) == 0 {
+	m := tool.src.(module)
+	if len(m.wasm) == 0 {
 		return nil, nil, setupError("load the tool", &ModuleError{Reason: "the module is empty"})
 	}
-	key := tool.contentHash()
-	if g := k.modules.lookup(key); g != nil { // checked against the same limits when compiled
+	if g := k.modules.lookup(m.sum); g != nil { // checked against the same limits when compiled
 		if err := checkFits(g.shape, limits.Memory); err != nil {
 			g.release()
 			return nil, nil, err
 		}
 		return g, input, nil
 	}
-	shape, err := checkModule(tool.wasm, k.limits)
+	shape, err := checkModule(m.wasm, k.limits)
 	if isMalformed(err) {
 		// wazero reads the sections in the same order and says precisely what is wrong. Should
 		// it read what checkModule could not, the module stays refused, unchecked.
-		if g, cerr := k.rt.compile(ctx, tool.wasm); cerr != nil {
+		if g, cerr := k.rt.compile(ctx, m.wasm); cerr != nil {
 			err = cerr
 		} else {
 			g.mod.Close(ctx)
@@ -53,7 +79,7 @@ func (k *wasmKind) load(ctx context.Context, tool Tool, _ *profiles.Profile, lim
 	if err := checkFits(shape, limits.Memory); err != nil {
 		return nil, nil, err
 	}
-	g, err := k.modules.get(ctx, key, len(tool.wasm), func() (*guest, error) { return k.compile(tool.wasm, shape) })
+	g, err := k.modules.get(ctx, m.sum, len(m.wasm), func() (*guest, error) { return k.compile(m.wasm, shape) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, contextError(ctx)

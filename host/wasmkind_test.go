@@ -12,7 +12,7 @@ import (
 	"github.com/plimsoll/plimsoll/broker"
 )
 
-func (rt *Runtime) wasmTools() *wasmKind { return rt.kinds[kindWasm].(*wasmKind) }
+func (rt *Runtime) wasmTools() *wasmKind { return rt.kinds[KindWasm].(*wasmKind) }
 
 // A .wasm tool is compiled once and reused by content hash.
 func TestWasmToolsAreCompiledOnce(t *testing.T) {
@@ -25,7 +25,7 @@ func TestWasmToolsAreCompiledOnce(t *testing.T) {
 		assert.Equal(t, "1\n", string(res.Output), "each run still gets a fresh instance")
 	}
 	assert.Equal(t, int64(1), rt.wasmTools().compiled.Load())
-	other := append(append([]byte(nil), goGuest().wasm...), section(0, []byte{1, 'z', 0})...) // same code, other bytes
+	other := append(append([]byte(nil), goGuest().src.(module).wasm...), section(0, []byte{1, 'z', 0})...) // same code, other bytes
 	require.NoError(t, rt.Run(context.Background(), WasmTool("other", other), p, guestCmd(map[string]any{"op": "state"})).Err)
 	assert.Equal(t, int64(2), rt.wasmTools().compiled.Load())
 }
