@@ -228,3 +228,25 @@ func brokenJSDriver(t *testing.T, name string) Driver {
 	require.Equal(t, 1, strings.Count(jsDriverSource, old), "%s.bug must change exactly one place in driver.js", name)
 	return Driver{Name: name + ".js", Tool: host.JSTool(name+".js", strings.Replace(jsDriverSource, old, replacement, 1))}
 }
+
+// DriverFile takes a file of every extension host's kind table registers, and lists them when
+// it refuses one.
+func TestDriverFileTakesEveryRegisteredExtension(t *testing.T) {
+	dir := t.TempDir()
+	for _, k := range host.Kinds() {
+		for _, ext := range k.Extensions() {
+			path := filepath.Join(dir, "driver"+ext)
+			require.NoError(t, os.WriteFile(path, []byte("1"), 0o600))
+			d, err := DriverFile(path)
+			require.NoError(t, err, ext)
+			byExt, _ := host.KindFor(ext)
+			assert.Equal(t, byExt.Name(), d.Tool.Kind(), ext)
+		}
+	}
+	_, err := DriverFile("driver.txt")
+	for _, k := range host.Kinds() {
+		for _, ext := range k.Extensions() {
+			assert.Contains(t, err.Error(), ext)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plimsoll/plimsoll/guests/wasmgz"
 	"github.com/plimsoll/plimsoll/host"
@@ -62,33 +63,40 @@ func ExtismGoDriver() Driver {
 	return Driver{Name: "extism-go", Tool: host.ExtismTool("conformance-driver-extism-go.wasm", extismGoDriverWasm(), "")}
 }
 
-// Languages are the built-in drivers, in the order the runner uses them.
-var Languages = []string{"js", "go", "extism-go", "python"}
+// builtins are the built-in drivers, one per preamble, in the order the runner uses them.
+var builtins = []struct {
+	lang   string
+	driver func() Driver
+}{{"js", JSDriver}, {"go", GoDriver}, {"extism-go", ExtismGoDriver}, {"python", PythonDriver}}
 
-// BuiltinDriver returns the driver for a built-in preamble: js, go or extism-go.
-func BuiltinDriver(lang string) (Driver, error) {
-	switch lang {
-	case "js":
-		return JSDriver(), nil
-	case "go":
-		return GoDriver(), nil
-	case "extism-go":
-		return ExtismGoDriver(), nil
-	case "python":
-		return PythonDriver(), nil
+// Languages are the built-in drivers, in the order the runner uses them.
+var Languages = func() []string {
+	var ls []string
+	for _, b := range builtins {
+		ls = append(ls, b.lang)
 	}
-	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: js, go, extism-go, python)", lang)
+	return ls
+}()
+
+// BuiltinDriver returns the driver for a built-in preamble, one of Languages.
+func BuiltinDriver(lang string) (Driver, error) {
+	for _, b := range builtins {
+		if b.lang == lang {
+			return b.driver(), nil
+		}
+	}
+	return Driver{}, fmt.Errorf("no built-in driver for %q (built in: %s)", lang, strings.Join(Languages, ", "))
 }
 
 // ErrDriverFile is matched by errors from DriverFile.
 var ErrDriverFile = errors.New("cannot use the driver file")
 
-// DriverFile loads a driver from a file: a .wasm guest module, or a .js tool that runs on the
-// generic JavaScript preamble. It reads at most host.MaxToolBytes.
+// DriverFile loads a driver from a file of any kind the host runs (host.KindFor its extension):
+// a .wasm guest module, or a .js or .py tool on the generic preamble. It reads at most
+// host.MaxToolBytes.
 func DriverFile(path string) (Driver, error) {
-	ext := filepath.Ext(path)
-	if ext != ".wasm" && ext != ".js" && ext != ".py" {
-		return Driver{}, fmt.Errorf("%w %s: want a .wasm module, a .js or a .py tool", ErrDriverFile, path)
+	if _, ok := host.KindFor(filepath.Ext(path)); !ok {
+		return Driver{}, fmt.Errorf("%w: %w", ErrDriverFile, &host.ReadToolError{Name: path, Err: host.ErrToolKind})
 	}
 	fh, err := os.Open(path)
 	if err != nil {

@@ -177,20 +177,17 @@ func (w wireRunRequest) tool() (host.Tool, string, error) {
 	return tool, d, nil
 }
 
-// Languages are the values of a run request's language field; the first is the default.
-var Languages = []string{"javascript", "python"}
-
-// codeTool is code in language (nil means JavaScript), named after its digest.
+// codeTool is code in language (nil means the default, JavaScript), named after its digest.
 func codeTool(language *string, digest, code string) (host.Tool, string, error) {
-	ext := ".js"
-	switch {
-	case language == nil || *language == "javascript":
-	case *language == "python":
-		ext = ".py"
-	default:
-		return host.Tool{}, "", bad("language", "%q is not a language plimsoll runs (known: %s)", *language, strings.Join(Languages, ", "))
+	lang := host.Languages()[0]
+	if language != nil {
+		lang = *language
 	}
-	tool, err := host.ToolFromSource(toolName(digest, ext), []byte(code))
+	k, ok := host.KindForLanguage(lang)
+	if !ok || lang == "" {
+		return host.Tool{}, "", bad("language", "%q is not a language plimsoll runs (known: %s)", lang, strings.Join(host.Languages(), ", "))
+	}
+	tool, err := host.ToolFromSource(toolName(digest, k.Extensions()[0]), []byte(code))
 	if err != nil {
 		return host.Tool{}, "", bad("code", "is over %d bytes", host.MaxToolBytes)
 	}

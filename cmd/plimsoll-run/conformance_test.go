@@ -55,7 +55,7 @@ func TestConformanceUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--lang", "js", "--guest", "x.wasm"}, "give --lang or --guest, not both"},
 		{[]string{"--lang", "cobol"}, `no built-in driver for "cobol"`},
-		{[]string{"--guest", "driver.txt"}, "want a .wasm module, a .js or a .py tool"},
+		{[]string{"--guest", "driver.txt"}, "want a .js, .py or .wasm file"},
 		{[]string{"--scenarios", "/no/such/dir"}, "no such file"},
 		{[]string{"--run", "^nothing$"}, "matches no scenario"},
 		{[]string{"--run", "("}, "--run: error parsing regexp"},

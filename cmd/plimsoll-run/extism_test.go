@@ -83,5 +83,5 @@ func TestRunExtismFlags(t *testing.T) {
 
 	code, _, stderr = invoke(t, "", env, "run", "--profile", "demo", "--profiles", dir, "--kind", "lua", plugin)
 	assert.Equal(t, exitConfig, code)
-	assert.Contains(t, stderr, `--kind "lua": want extism or python (or leave it out)`)
+	assert.Contains(t, stderr, `--kind "lua": want js, python, wasm, extism (or leave it out)`)
 }

@@ -36,14 +36,15 @@ const usage = `plimsoll-run: run agent-written tools in a sandbox, through the b
 
 Usage:
   plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE]
-                   [--audit FILE] [--timeout DUR] [--kind extism] [--function NAME]
+                   [--audit FILE] [--timeout DUR] [--kind KIND] [--function NAME]
                    [--timeline FILE.svg|.html] TOOL
-                   TOOL: .js, .wasm (a wasip1 tool or an Extism plugin), or - for JS on stdin
+                   TOOL: .js, .py, .wasm (a wasip1 tool or an Extism plugin), or - for JS on stdin;
+                   KIND: js, python, wasm, extism (default: from the extension and imports)
   plimsoll-run demo [--status 503|429] [--retry-after SECONDS|none] [--no-health]
                     [--tool FILE [--input JSON|@FILE]] [--timeline FILE.svg|.html] [--trace FILE]
   plimsoll-run demo --runs N [--seconds S]       many runs against one API: the API limit
   plimsoll-run profiles check [--profiles DIR]
-  plimsoll-run conformance [--lang js|go | --guest DRIVER.wasm|.js] [--scenarios DIR] [--json]
+  plimsoll-run conformance [--lang js|go|extism-go|python | --guest DRIVER.wasm|.js|.py] [--scenarios DIR] [--json]
                            [--run REGEXP] [--parallel N]
   plimsoll-run serve [--listen ADDR] [--admin ADDR|off] [--admin-token-env NAME] [--profiles DIR]
                      [--clients FILE] [--audit FILE] [--max-runs N] [--queue N] [--drain DUR]

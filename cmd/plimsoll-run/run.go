@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ type runFlags struct {
 
 func cmdRun(ctx context.Context, args []string, e env) int {
 	var f runFlags
-	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--timeline FILE.svg|.html] [--audit FILE] [--timeout DUR] [--kind extism|python] [--function NAME] TOOL", e)
+	fs := newFlags("run", "plimsoll-run run --profile NAME [--profiles DIR] [--input JSON|@FILE] [--trace FILE] [--timeline FILE.svg|.html] [--audit FILE] [--timeout DUR] [--kind KIND] [--function NAME] TOOL", e)
 	fs.StringVar(&f.profile, "profile", "", "grant profile `NAME` (required)")
 	fs.StringVar(&f.profiles, "profiles", "", "profile `DIR` (default $PLIMSOLL_PROFILES, else ./profiles)")
 	fs.StringVar(&f.input, "input", "", "tool input: `JSON`, or @FILE to read it from a file")
@@ -34,13 +35,13 @@ func cmdRun(ctx context.Context, args []string, e env) int {
 	fs.StringVar(&f.timeline, "timeline", "", "draw the run's chart to `FILE` (.svg or .html)")
 	fs.StringVar(&f.audit, "audit", "", "write the audit line to `FILE` instead of stderr")
 	fs.DurationVar(&f.timeout, "timeout", 0, "end the run after `DUR`, if sooner than the profile's run_timeout")
-	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: extism for an Extism plugin, python for Python source (default: from the file's extension and imports)")
+	fs.StringVar(&f.kind, "kind", "", "run TOOL as this `KIND`: "+strings.Join(kindNames(), ", ")+" (default: from the file's extension and imports)")
 	fs.StringVar(&f.function, "function", "", "the Extism plugin's export `NAME` to call (default run)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() != 1 || f.profile == "" {
-		fmt.Fprintln(e.stderr, "plimsoll-run run: need --profile NAME and exactly one TOOL (a .js, .py or .wasm file, or - for JS on stdin)")
+		fmt.Fprintf(e.stderr, "plimsoll-run run: need --profile NAME and exactly one TOOL (a %s file, or - for JS on stdin)\n", strings.Join(kindExtensions(), ", "))
 		fs.Usage()
 		return exitConfig
 	}
@@ -150,7 +151,7 @@ func writeAudit(path string, a broker.Audit, e env) {
 	}
 }
 
-// readTool reads TOOL: a .js, .py or .wasm file, or JS on stdin for "-".
+// readTool reads TOOL: a file of a kind's extension (host.KindFor), or JS on stdin for "-".
 func readTool(arg string, stdin io.Reader) (host.Tool, error) {
 	r := stdin
 	if arg != "-" {
@@ -163,45 +164,40 @@ func readTool(arg string, stdin io.Reader) (host.Tool, error) {
 	}
 	tool, err := host.ReadTool(toolName(arg), r)
 	if errors.Is(err, host.ErrToolKind) {
-		return host.Tool{}, fmt.Errorf("tool %s: want a .js, .py or .wasm file, or - for JS on stdin (--kind python for Python)", arg)
+		return host.Tool{}, fmt.Errorf("%w, or - for JS on stdin (--kind %s for another name)", &host.ReadToolError{Name: arg, Err: host.ErrToolKind}, strings.Join(kindNames(), "|"))
 	}
 	return tool, err
 }
 
-// readToolAs reads TOOL as readTool does, as an Extism plugin with --kind extism, and calls
-// function in it when one is named.
+// readToolAs reads TOOL as readTool does, or as the kind --kind names, and calls function in it
+// when one is named (an Extism plugin's export).
 func readToolAs(arg string, stdin io.Reader, kind, function string) (host.Tool, error) {
-	switch kind {
-	case "":
+	if kind == "" {
 		tool, err := readTool(arg, stdin)
 		if err == nil && function != "" && tool.Kind() != host.KindExtism {
 			return host.Tool{}, fmt.Errorf("--function %s: tool %s is not an Extism plugin (use --kind extism)", function, arg)
 		}
-		if err == nil && function != "" {
-			tool = tool.WithFunction(function)
-		}
-		return tool, err
-	case host.KindExtism:
-		if filepath.Ext(arg) != ".wasm" {
-			return host.Tool{}, fmt.Errorf("--kind extism: tool %s: want a .wasm file", arg)
-		}
-		tool, err := readTool(arg, stdin)
-		if err != nil {
-			return host.Tool{}, err
-		}
-		return tool.AsExtism(function), nil
-	case host.KindPython:
-		if function != "" {
-			return host.Tool{}, fmt.Errorf("--function %s: tool %s is not an Extism plugin (use --kind extism)", function, arg)
-		}
-		return readPython(arg, stdin)
+		return tool.WithFunction(function), err
 	}
-	return host.Tool{}, fmt.Errorf("--kind %q: want extism or python (or leave it out)", kind)
+	k, ok := host.KindFor(kind)
+	if !ok || k.Name() != kind {
+		return host.Tool{}, fmt.Errorf("--kind %q: want %s (or leave it out)", kind, strings.Join(kindNames(), ", "))
+	}
+	if function != "" && kind != host.KindExtism {
+		return host.Tool{}, fmt.Errorf("--function %s: tool %s is not an Extism plugin (use --kind extism)", function, arg)
+	}
+	tool, err := readKind(arg, stdin, k)
+	return tool.WithFunction(function), err
 }
 
-// readPython reads TOOL (a file of any name, or stdin for "-") as Python source, for --kind python.
-func readPython(arg string, stdin io.Reader) (host.Tool, error) {
-	r, name := stdin, "stdin.py"
+// readKind reads TOOL (stdin for "-") as a tool of kind k. Source may have any name; a module
+// must have its kind's extension, so that a source file is not taken for one.
+func readKind(arg string, stdin io.Reader, k host.Kind) (host.Tool, error) {
+	exts := k.Extensions()
+	if k.Language() == "" && !slices.Contains(exts, filepath.Ext(arg)) {
+		return host.Tool{}, fmt.Errorf("--kind %s: tool %s: want a %s file", k.Name(), arg, strings.Join(exts, " or "))
+	}
+	r, name := stdin, "stdin"+exts[0]
 	if arg != "-" {
 		fh, err := os.Open(arg)
 		if err != nil {
@@ -217,7 +213,29 @@ func readPython(arg string, stdin io.Reader) (host.Tool, error) {
 	if len(src) > host.MaxToolBytes {
 		return host.Tool{}, fmt.Errorf("tool %s is over %d bytes", arg, host.MaxToolBytes)
 	}
-	return host.PythonTool(name, string(src)), nil
+	return k.Tool(name, src), nil
+}
+
+// kindExtensions are the file extensions TOOL may have, each once.
+func kindExtensions() []string {
+	var exts []string
+	for _, k := range host.Kinds() {
+		for _, x := range k.Extensions() {
+			if !slices.Contains(exts, x) {
+				exts = append(exts, x)
+			}
+		}
+	}
+	return exts
+}
+
+// kindNames are --kind's values: every kind the host runs.
+func kindNames() []string {
+	var names []string
+	for _, k := range host.Kinds() {
+		names = append(names, k.Name())
+	}
+	return names
 }
 
 func toolName(arg string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/plimsoll/plimsoll/host"
 	"github.com/plimsoll/plimsoll/profiles"
 )
 
@@ -130,7 +131,7 @@ var (
 		Required: []string{"code"},
 		Properties: map[string]*jsonschema.Schema{
 			"code":     {Type: "string"},
-			"language": {Type: "string", Enum: []any{"javascript", "python"}},
+			"language": {Type: "string", Enum: languages()},
 			"input":    {Description: "any JSON"}, // an empty schema would marshal as true, which some clients refuse
 			"timeout":  {Type: "string", Description: "optional run deadline such as 5s; the profile's run_timeout caps it"},
 		},
@@ -151,3 +152,12 @@ var (
 )
 
 func integer() *jsonschema.Schema { return &jsonschema.Schema{Type: "integer"} }
+
+// languages are the values of a call's language field: the languages the host runs.
+func languages() []any {
+	var ls []any
+	for _, l := range host.Languages() {
+		ls = append(ls, l)
+	}
+	return ls
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -245,7 +246,7 @@ func unknownTool(name string) error {
 // Input is a tool call's arguments.
 type Input struct {
 	Code     string          `json:"code"`
-	Language string          `json:"language,omitempty"` // javascript (the default) or python
+	Language string          `json:"language,omitempty"` // one of host.Languages(); "" is the first, javascript
 	Input    json.RawMessage `json:"input,omitempty"`
 	Timeout  string          `json:"timeout,omitempty"` // a Go duration; the profile's run_timeout caps it
 }
@@ -287,12 +288,12 @@ func (s *Server) handler(name string) mcp.ToolHandlerFor[Input, *Result] {
 		defer cancel()
 		sum := sha256.Sum256([]byte(in.Code))
 		digest := hex.EncodeToString(sum[:])
-		ext, ok := codeExt(in.Language)
+		kind, ok := host.KindForLanguage(in.Language)
 		if !ok {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-				Text: fmt.Sprintf("language %q: want javascript or python", in.Language)}}}, nil, nil
+				Text: fmt.Sprintf("language %q: want %s", in.Language, strings.Join(host.Languages(), " or "))}}}, nil, nil
 		}
-		tool, err := host.ToolFromSource("sha256-"+digest[:16]+ext, []byte(in.Code))
+		tool, err := host.ToolFromSource("sha256-"+digest[:16]+kind.Extensions()[0], []byte(in.Code))
 		if err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 				Text: fmt.Sprintf("code is %d bytes: the most is %d", len(in.Code), host.MaxToolBytes)}}}, nil, nil
@@ -372,18 +373,6 @@ func withDeadline(ctx context.Context, timeout string, p *profiles.Profile) (con
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	return ctx, cancel, nil
-}
-
-// codeExt is the tool file extension of code in language ("" is JavaScript); ok is false for a
-// language plimsoll does not run.
-func codeExt(language string) (ext string, ok bool) {
-	switch language {
-	case "", "javascript":
-		return ".js", true
-	case "python":
-		return ".py", true
-	}
-	return "", false
 }
 
 func inputJSON(in json.RawMessage) []byte {
