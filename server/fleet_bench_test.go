@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/internal/testcache"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
@@ -30,7 +29,7 @@ import (
 func BenchmarkFleetRunOverhead(b *testing.B) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{}`)) }))
 	defer api.Close()
-	ns := benchNATS(b)
+	ns := natstest.Start(b)
 	alone := benchDaemon(b, api.URL, nil)
 	inFleet := benchDaemon(b, api.URL, &fleet.Options{URL: ns.ClientURL(), Name: "bench", Replica: "r1"})
 	body, _ := json.Marshal(run("bench", `for (let i = 0; i < 3; i++) await api.get("/item-" + i); return 1`))
@@ -71,20 +70,6 @@ func BenchmarkFleetRunOverhead(b *testing.B) {
 func medianDuration(d []time.Duration) time.Duration {
 	slices.Sort(d)
 	return d[len(d)/2]
-}
-
-// benchNATS runs a real NATS server with JetStream on a temp dir, on a random loopback port.
-func benchNATS(b *testing.B) *natsserver.Server {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), NoSigs: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		b.Fatal("NATS did not become ready")
-	}
-	b.Cleanup(ns.Shutdown)
-	return ns
 }
 
 // benchDaemon starts a daemon in open mode (loopback, no clients) with one profile "bench" on

@@ -4,31 +4,13 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
-
-// startNATS runs a real NATS server with JetStream on a temp dir, on a random loopback port.
-func startNATS(t *testing.T) *natsserver.Server { return natsAt(t, t.TempDir(), -1) }
-
-// natsAt runs NATS on port (-1: a random one) with JetStream's store in dir.
-func natsAt(t *testing.T, dir string, port int) *natsserver.Server {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("NATS did not become ready")
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns
-}
 
 func inFleet(ns *natsserver.Server, replica string) option {
 	return func(c *server.Config) {
@@ -44,7 +26,7 @@ func shed(t *testing.T, d *daemon) bool {
 }
 
 func TestFleetForceOpenReachesEveryReplica(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	up := newUpstream(t)
 	a, b, c := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "b")), start(t, up, inFleet(ns, "c"))
 
@@ -72,7 +54,7 @@ func TestFleetForceOpenReachesEveryReplica(t *testing.T) {
 }
 
 func TestFleetReplicaAppliesFlagsBeforeReady(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	up := newUpstream(t)
 	a := start(t, up, inFleet(ns, "a"))
 	c := start(t, up, inFleet(ns, "c"))
@@ -114,7 +96,7 @@ func degraded(t *testing.T, d *daemon) string {
 // NATS returns they heal and a clear made afterwards reaches them.
 func TestFleetPartitionKeepsFlagsAndHeals(t *testing.T) {
 	store := t.TempDir()
-	ns := natsAt(t, store, -1)
+	ns := natstest.At(t, store, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
 	up := newUpstream(t)
 	a, b := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "b"))
@@ -141,7 +123,7 @@ func TestFleetPartitionKeepsFlagsAndHeals(t *testing.T) {
 		}
 	}
 
-	natsAt(t, store, port)
+	natstest.At(t, store, port)
 	for _, d := range []*daemon{a, b} {
 		eventually(t, func() bool { return degraded(t, d) == "" }, "replica %s healed", d.api)
 	}
@@ -177,7 +159,7 @@ func fleetOf(t *testing.T, d *daemon) server.FleetState {
 // Every replica's admin state lists the fleet from heartbeats; one serving other profiles is
 // marked; a reload asked on one replica is answered by every other.
 func TestFleetStateListsReplicasAndReloadReachesThem(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	up := newUpstream(t)
 	a, b, c := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "b")), start(t, up, inFleet(ns, "c"))
 	names := func(f server.FleetState) string {
@@ -221,7 +203,7 @@ func TestFleetStateListsReplicasAndReloadReachesThem(t *testing.T) {
 
 // Two live replicas with one name: both warn, in admin state and in the log.
 func TestFleetWarnsOfASharedReplicaName(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	up := newUpstream(t)
 	a, twin := start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "a"))
 	for _, d := range []*daemon{a, twin} {

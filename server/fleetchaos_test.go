@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
@@ -79,7 +80,7 @@ func fleetMetric(t *testing.T, d *daemon) string {
 // degraded during the outage and not after, and a clear made after the heal reaches everyone.
 func TestFleetNATSOutageUnderLoad(t *testing.T) {
 	store := t.TempDir()
-	ns := natsAt(t, store, -1)
+	ns := natstest.At(t, store, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
 	up := newUpstream(t)
 	reps := []*daemon{start(t, up, inFleet(ns, "a")), start(t, up, inFleet(ns, "b")), start(t, up, inFleet(ns, "c"))}
@@ -127,7 +128,7 @@ func TestFleetNATSOutageUnderLoad(t *testing.T) {
 		during[i] = l.answered.Load()
 	}
 
-	natsAt(t, store, port) // the same store: the bucket and its flags come back
+	natstest.At(t, store, port) // the same store: the bucket and its flags come back
 	for _, d := range reps {
 		eventually(t, func() bool { return degraded(t, d) == "" }, "replica %s healed", d.api)
 		if m := fleetMetric(t, d); m != "plimsoll_fleet_degraded 0" {
@@ -229,7 +230,7 @@ func (p *proxy) restore() { p.mu.Lock(); p.cut = false; p.mu.Unlock() }
 // applied by the cut replica when it reconnects (the flag is not resurrected), and a force-open
 // taken on the cut replica holds there only and says so.
 func TestFleetOneReplicaCutOffDropsAFlagClearedMeanwhile(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	p := newProxy(t, ns.Addr().String())
 	up := newUpstream(t)
 	cutOff := start(t, up, func(c *server.Config) {

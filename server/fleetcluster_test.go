@@ -1,51 +1,20 @@
 package server_test
 
 import (
-	"fmt"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
-// natsCluster runs three NATS servers on loopback, routed into one JetStream cluster, each with
-// its store in a temp dir; it returns once the cluster's JetStream meta leader sees all three.
+// natsCluster runs three routed NATS servers on loopback (natstest.Cluster); it returns once the cluster's JetStream meta leader sees all three.
 func natsCluster(t *testing.T) []*natsserver.Server {
 	t.Helper()
-	var routes []*url.URL
-	for range 3 { // cluster ports known before any node starts, so each routes to all
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		routes = append(routes, &url.URL{Scheme: "nats", Host: l.Addr().String()})
-		l.Close()
-	}
-	var nodes []*natsserver.Server
-	for i, r := range routes {
-		port, _ := strconv.Atoi(r.Port())
-		ns, err := natsserver.NewServer(&natsserver.Options{ServerName: fmt.Sprint("n", i+1), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, Routes: routes,
-			Cluster: natsserver.ClusterOpts{Name: "plimsoll", Host: "127.0.0.1", Port: port}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		t.Cleanup(ns.Shutdown)
-		nodes = append(nodes, ns)
-	}
-	for _, ns := range nodes {
-		if !ns.ReadyForConnections(60 * time.Second) {
-			t.Fatalf("NATS %s did not become ready", ns.Name())
-		}
-	}
+	nodes := natstest.Cluster(t, 3)
 	eventually(t, func() bool {
 		for _, ns := range nodes {
 			if ns.JetStreamIsLeader() && len(ns.JetStreamClusterPeers()) == len(nodes) {

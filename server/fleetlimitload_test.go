@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plimsoll/plimsoll/internal/kneeapi"
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 )
 
@@ -58,7 +59,7 @@ func fleetKneeRound(t *testing.T, inTheFleet bool, runs, secs int) (kneeapi.Stat
 	}
 	var ds []*daemon
 	if inTheFleet {
-		ns := startNATS(t)
+		ns := natstest.Start(t)
 		for _, name := range []string{"a", "b", "c"} {
 			ds = append(ds, start(t, up, profile, inFleet(ns, name)))
 		}

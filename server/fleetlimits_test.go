@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
@@ -42,7 +43,7 @@ func limitOf(t *testing.T, d *daemon) (limit int, share float64) {
 // limit of 12, say so in admin state and metrics, and share again once it is back.
 func TestFleetSharesTheAPILimit(t *testing.T) {
 	store := t.TempDir()
-	ns := natsAt(t, store, -1)
+	ns := natstest.At(t, store, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
 	up := newUpstream(t)
 	var ds []*daemon
@@ -85,7 +86,7 @@ func TestFleetSharesTheAPILimit(t *testing.T) {
 			t.Fatalf("replica %s metrics do not show the whole share:\n%s", d.api, grepLines(string(m), "plimsoll_api_limit"))
 		}
 	}
-	natsAt(t, store, port)
+	natstest.At(t, store, port)
 	for _, d := range ds[:2] {
 		eventually(t, func() bool { l, _ := limitOf(t, d); return l == 6 && degraded(t, d) == "" }, "replica %s shares again", d.api)
 	}
@@ -128,7 +129,7 @@ func breakerAPI(t *testing.T) (url string, release func()) {
 // A breaker window open on replica b shows in every replica's admin state, under b, with its
 // state, runs, opening and end; it is gone from there once b's run ends.
 func TestFleetStateShowsEachReplicasBreakerWindows(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	up := newUpstream(t)
 	down, release := breakerAPI(t)
 	withDown := func(c *server.Config) { writeProfile(t, c.ProfilesDir, "flaky", down, "") }

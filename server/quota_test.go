@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 )
 
@@ -192,7 +193,7 @@ func TestRunsQuotaRefusesAnMCPToolCall(t *testing.T) {
 // admits its share of the quota alone.
 func TestFleetQuotaIsSharedAcrossReplicas(t *testing.T) {
 	store := t.TempDir()
-	ns := natsAt(t, store, -1)
+	ns := natstest.At(t, store, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
 	up := newUpstream(t)
 	clk := newClock(minute0)
@@ -238,7 +239,7 @@ func TestFleetQuotaIsSharedAcrossReplicas(t *testing.T) {
 	assert.Equal(t, 6, total, "the partitioned fleet admits its quota, split three ways")
 
 	// NATS is back: the whole quota is shared again.
-	natsAt(t, store, port)
+	natstest.At(t, store, port)
 	for _, d := range []*daemon{a, b, c} {
 		eventually(t, func() bool { st := d.state(); return st.Quotas != nil && st.Quotas.FleetShare == 0 }, "replica %s shares the quota again", d.api)
 	}

@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 )
 
@@ -145,15 +144,7 @@ func member(f server.FleetState, name string, live bool) (instance string, ok bo
 // applies before its /readyz says 200, and its dead instance is marked stale, then a live one
 // under its name takes its place.
 func TestFleetReplicaKilledAndRestarted(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("NATS did not become ready")
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natstest.Start(t)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }))
 	t.Cleanup(up.Close)
 	dir := serveDir(t, up.URL)

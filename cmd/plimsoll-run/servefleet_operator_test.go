@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
@@ -17,15 +16,7 @@ import (
 // `admin force-open` names its operator ($USER, or --operator): the flag in the fleet's bucket
 // carries it, as another member of the fleet reads it.
 func TestAdminForceOpenNamesTheOperatorInTheFleet(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("NATS did not become ready")
-	}
-	t.Cleanup(ns.Shutdown)
+	ns := natstest.Start(t)
 	opt := fleet.Options{URL: ns.ClientURL(), Name: "cli", Replica: "r1"}
 	_, adminAddr := inProcessDaemon(t, server.Config{ProfilesDir: filepath.Join(serveDir(t, "http://127.0.0.1:1"), "profiles"), Fleet: &opt,
 		Getenv: func(string) string { return "" }})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
@@ -53,7 +54,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 }
 
 func TestEveryReplicaListsTheFleet(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	status := func(d string) func() fleet.Status {
 		return func() fleet.Status { return fleet.Status{LiveRuns: 2, Digest: d} }
 	}

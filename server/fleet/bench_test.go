@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
@@ -14,7 +15,7 @@ import (
 // clear, alternating) and the time is taken until all three replicas applied it. It reports the
 // p50 and p99 over the run's toggles (run with -benchtime=100x for the 100 toggles in BENCHMARKS.md).
 func BenchmarkPropagation(b *testing.B) {
-	ns := startNATS(b)
+	ns := natstest.Start(b)
 	a, fa := join(b, ns, "a")
 	_, fb := join(b, ns, "b")
 	_, fc := join(b, ns, "c")
@@ -50,7 +51,7 @@ func BenchmarkPropagation(b *testing.B) {
 // BenchmarkReloadFanOut measures an operator's reload across three replicas: a asks, b and c
 // answer (their reload itself is a no-op here, so this is the fleet's round trip only).
 func BenchmarkReloadFanOut(b *testing.B) {
-	ns := startNATS(b)
+	ns := natstest.Start(b)
 	var fs []*fleet.Fleet
 	for _, name := range []string{"a", "b", "c"} {
 		f, _ := join(b, ns, name)
@@ -83,7 +84,7 @@ func BenchmarkReloadFanOut(b *testing.B) {
 // shows it (the put, then the watch's delivery). It reports the p50 and p99 (run with
 // -benchtime=200x for BENCHMARKS.md).
 func BenchmarkQuotaPublication(b *testing.B) {
-	ns := startNATS(b)
+	ns := natstest.Start(b)
 	ctx := context.Background()
 	var qs []*fleet.Quotas
 	for _, name := range []string{"a", "b", "c"} {

@@ -9,25 +9,9 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
-
-// startNATS runs a real NATS server with JetStream on a temp dir, on a random loopback port.
-func startNATS(t testing.TB) *natsserver.Server {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		t.Fatal("NATS did not become ready")
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns
-}
 
 // flags is a replica's view, as its apply callback builds it; await wakes on every change.
 type flags struct {
@@ -85,7 +69,7 @@ func join(t testing.TB, ns *natsserver.Server, replica string) (*fleet.Fleet, *f
 }
 
 func TestForceOpenReachesEveryReplica(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	a, fa := join(t, ns, "a")
 	_, fb := join(t, ns, "b")
 	_, fc := join(t, ns, "c")
@@ -116,7 +100,7 @@ func TestForceOpenReachesEveryReplica(t *testing.T) {
 }
 
 func TestJoinAppliesCurrentFlagsBeforeReturning(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	a, _ := join(t, ns, "a")
 	if err := a.Set(context.Background(), fleet.Flag{Profile: "pets", Reason: "held"}); err != nil {
 		t.Fatal(err)

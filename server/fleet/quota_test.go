@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
@@ -37,7 +38,7 @@ func awaitOthers(t *testing.T, q *fleet.Quotas, window time.Time, want string) {
 // TestQuotaCountsAreSummedAcrossReplicas: each replica reads the sum of the others' latest
 // counts for the same window, never its own, another window's, or a malformed or negative value.
 func TestQuotaCountsAreSummedAcrossReplicas(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	qs := make([]*fleet.Quotas, 3)

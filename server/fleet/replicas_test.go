@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plimsoll/plimsoll/internal/natstest"
 	"github.com/plimsoll/plimsoll/server/fleet"
 )
 
@@ -22,7 +23,7 @@ func TestJoinRefusesAReplicaCountJetStreamCannotKeep(t *testing.T) {
 // More copies than the NATS deployment has servers is refused at Join, naming the bucket: a
 // replica never starts on a bucket it could not create.
 func TestJoinRefusesMoreCopiesThanServers(t *testing.T) {
-	ns := startNATS(t)
+	ns := natstest.Start(t)
 	_, err := fleet.Join(context.Background(), fleet.Options{URL: ns.ClientURL(), Name: "one", Replica: "r", Replicas: 3}, func(fleet.Change) {})
 	if err == nil || !strings.Contains(err.Error(), "flags bucket") {
 		t.Fatalf("Join with 3 copies on a single NATS server: %v, want the flags bucket refused", err)
