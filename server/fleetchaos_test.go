@@ -122,6 +122,10 @@ func TestFleetNATSOutageUnderLoad(t *testing.T) {
 		if !shed(t, d) {
 			t.Fatalf("replica %s stopped enforcing the flag late in the outage", d.api)
 		}
+		probes[i]++ // a run that forwards is served while NATS is still down: runs never wait on it
+		if _, b := d.do("POST", "/v1/runs", tokenB, loadRun); string(decode[answer](t, b).Output) != "3" {
+			t.Fatalf("replica %s did not forward a run during the outage: %s", d.api, b)
+		}
 	}
 	during := make([]int64, len(reps))
 	for i, l := range loads {

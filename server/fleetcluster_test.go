@@ -104,6 +104,15 @@ func TestFleetSurvivesTheLossOfOneNATSNode(t *testing.T) {
 	if a := decode[answer](t, body); string(a.Output) != "503" {
 		t.Fatalf("a replica joining after the node died does not shed inventory: %s", body)
 	}
+	// The route flag set before the node died was masked by the profile's; lifting that shows it.
+	if resp, body := late.adm("DELETE", "/admin/profiles/inventory/force-open", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("clear inventory: %d %s", resp.StatusCode, body)
+	}
+	eventually(t, func() bool { return late.adminState("inventory").ForcedOpen == nil }, "late applies the clear")
+	_, body = late.do("POST", "/v1/runs", tokenB, run("inventory", `const r = await api.get("/pets/1"); return r.status`))
+	if a := decode[answer](t, body); string(a.Output) != "503" || !strings.Contains(string(body), "INC-8") {
+		t.Fatalf("the route flag set before the node died is lost: %s", body)
+	}
 }
 
 // liveURLs is every node's client URL but dead's.
