@@ -72,8 +72,8 @@ type Config struct {
 	// Quota, when set, is asked once for each call the breaker and the run's budget let go on,
 	// before it is forwarded: an error refuses the call (429, outcome over_budget, the error's
 	// text as reason, and Retry-After when the error has a RetryAfter() int method). The
-	// daemon's per-client calls quota is one (server/quota). It must be cheap and never block:
-	// it is asked under the run's lock.
+	// daemon's per-client calls quota is one (server/quota). It is asked under the run's lock, so
+	// it must be cheap or bounded: a fleet replica may wait up to a second to reserve units.
 	Quota func() error
 
 	// TraceParent is the W3C traceparent that forwarded calls carry upstream when the profile

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -129,7 +130,8 @@ func (r *Broker) spendLocked(a verdict) verdict {
 	if r.quota != nil {
 		if err := r.quota(); err != nil {
 			a.outcome, a.reason = OverBudget, err.Error()
-			if ra, ok := err.(interface{ RetryAfter() int }); ok {
+			var ra interface{ RetryAfter() int }
+			if errors.As(err, &ra) {
 				a.retryAfter = ra.RetryAfter()
 			}
 			return a

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -32,7 +33,9 @@ type quotas struct {
 	changed  chan struct{}      // a count changed: publish it; nil without a fleet
 	syncing  sync.WaitGroup
 	mu       sync.Mutex
-	share    int // > 1 while the fleet is unreachable
+	share    int           // > 1 while the fleet is unreachable
+	fleet    *fleet.Quotas // reservations; nil without a fleet
+	live     int           // live replicas last seen: the split while unreachable, the lease size
 }
 
 func newQuotas(now func() time.Time, reg *prometheus.Registry) *quotas {
@@ -59,6 +62,9 @@ func (s *Server) callsQuota(c *Client) func() error {
 
 func (q *quotas) take(client string, kind quota.Kind, limit int) error {
 	err := q.counter.Take(client, kind, limit)
+	if errors.Is(err, quota.ErrNoLease) {
+		err = q.lease(client, kind, limit)
+	}
 	switch {
 	case err != nil:
 		q.refusals.WithLabelValues(client, string(kind)).Inc()
@@ -70,6 +76,59 @@ func (q *quotas) take(client string, kind quota.Kind, limit int) error {
 	}
 	return err
 }
+
+// reserveWait bounds one reservation's round trips: past it the fleet counts as unreachable for
+// this take, which falls back to the split quota (SetShare) rather than waiting on NATS.
+const reserveWait = time.Second
+
+// lease reserves units of client's kind from the fleet (fleet.Quotas.Reserve), hands them to the
+// counter and takes again. A failed reservation splits the quota among the live replicas, as
+// when the fleet is unreachable, so the take is still decided on this replica alone.
+func (q *quotas) lease(client string, kind quota.Kind, limit int) error {
+	q.mu.Lock()
+	fq, live := q.fleet, q.live
+	q.mu.Unlock()
+	if fq == nil {
+		return q.counter.Take(client, kind, limit) // leasing ended meanwhile
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reserveWait)
+	defer cancel()
+	for range 2 { // a second round only when the window turned between reserving and taking
+		start := q.counter.WindowStart()
+		n, err := fq.Reserve(ctx, start, client, string(kind), leaseSize(limit, live), limit)
+		if errors.Is(err, fleet.ErrReserveContended) {
+			return contended{client, kind} // NATS answers: refuse rather than admit unreserved
+		}
+		if err != nil {
+			q.unreachable(live)
+			return q.counter.Take(client, kind, limit)
+		}
+		q.counter.Grant(start, quota.Key{Client: client, Kind: kind}, n)
+		if err := q.counter.Take(client, kind, limit); !errors.Is(err, quota.ErrNoLease) {
+			return err
+		}
+	}
+	q.unreachable(live) // not reached unless the clock jumps windows twice: decide alone
+	return q.counter.Take(client, kind, limit)
+}
+
+// contended refuses a take whose reservation kept losing to other replicas' for reserveWait.
+type contended struct {
+	client string
+	kind   quota.Kind
+}
+
+func (c contended) Error() string {
+	return fmt.Sprintf("client %s's %s quota could not be reserved from the fleet within %v: other replicas were reserving at the same moment; retry in 1s",
+		c.client, c.kind.Field(), reserveWait)
+}
+
+func (contended) RetryAfter() int { return 1 }
+
+// leaseSize is how many units a replica reserves at once: a quarter of an equal share, at least
+// one, so a replica asks the fleet about once per quarter of its share and leaves at most a
+// quarter of the quota unused when the window ends.
+func leaseSize(limit, live int) int { return max(1, limit/(4*max(1, live))) }
 
 // quotaBody is the 429 answer to a run over its client's quota.
 type quotaBody struct {
@@ -92,6 +151,10 @@ type quotaNamed struct {
 func refuseQuota(w http.ResponseWriter, err error) {
 	var r *quota.Refusal
 	if !errors.As(err, &r) {
+		var ra interface{ RetryAfter() int }
+		if errors.As(err, &ra) {
+			w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfter()))
+		}
 		refuse(w, http.StatusTooManyRequests, "", err.Error())
 		return
 	}
@@ -177,6 +240,10 @@ func (s *Server) shareQuotas(ctx context.Context, f *fleet.Fleet) error {
 		every = DefaultQuotaSync
 	}
 	q := s.quotas
+	q.mu.Lock()
+	q.fleet, q.live = fq, f.Live()
+	q.mu.Unlock()
+	q.counter.SetLeasing(true)
 	q.changed = make(chan struct{}, 1)
 	ctx, q.stop = context.WithCancel(context.Background())
 	q.syncing.Add(1)
@@ -210,7 +277,7 @@ func (q *quotas) sync(ctx context.Context, f *fleet.Fleet, fq *fleet.Quotas, liv
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := fq.Publish(ctx, start, own); err != nil || f.Degraded() != "" {
-		q.setShare(live)
+		q.unreachable(live)
 		return live
 	}
 	counts := map[quota.Key]int{}
@@ -219,7 +286,19 @@ func (q *quotas) sync(ctx context.Context, f *fleet.Fleet, fq *fleet.Quotas, liv
 	}
 	q.counter.SetOthers(start, counts)
 	q.setShare(1)
-	return f.Live()
+	q.counter.SetLeasing(true)
+	live = f.Live()
+	q.mu.Lock()
+	q.live = live
+	q.mu.Unlock()
+	return live
+}
+
+// unreachable stops leasing and splits each quota among the live replicas last seen, until a
+// sync round reaches the fleet again.
+func (q *quotas) unreachable(live int) {
+	q.counter.SetLeasing(false)
+	q.setShare(live)
 }
 
 func (q *quotas) setShare(n int) {
@@ -235,4 +314,8 @@ func (q *quotas) stopSharing() {
 		q.stop()
 		q.syncing.Wait()
 	}
+	q.mu.Lock()
+	q.fleet = nil
+	q.mu.Unlock()
+	q.counter.SetLeasing(false) // after the sync loop, which could turn it on again
 }

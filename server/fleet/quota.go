@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,4 +175,72 @@ func (f *Fleet) Live() int {
 		}
 	}
 	return max(1, n)
+}
+
+// ErrReserveContended is Reserve's error when its context ended while every round it tried lost
+// to another replica's write: NATS answered, the quota's total was just never still.
+var ErrReserveContended = errors.New("fleet: quota reservation lost every compare-and-set round")
+
+// Reserve takes up to want units of a quota of limit for client's kind (runs or calls) in the
+// window starting at window, from the fleet's running total under one key, by compare-and-set:
+// every replica's reservations are serialised on that key, so together they never pass limit.
+// It returns the units taken; 0 means the fleet has reserved the whole quota for the window.
+// A lost round reads again until ctx ends: then ErrReserveContended if rounds were being lost.
+func (q *Quotas) Reserve(ctx context.Context, window time.Time, client, kind string, want, limit int) (int, error) {
+	key := reserveKey(window, client, kind)
+	lost := false
+	for {
+		total, rev, err := q.reserved(ctx, key)
+		if err == nil {
+			got := min(want, limit-total)
+			if got <= 0 {
+				return 0, nil
+			}
+			if err = q.put(ctx, key, total+got, rev); err == nil {
+				return got, nil
+			}
+			if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				lost = true // another replica reserved meanwhile: read again
+				continue
+			}
+		}
+		if lost && ctx.Err() != nil {
+			return 0, ErrReserveContended
+		}
+		return 0, fmt.Errorf("fleet: reserve quota: %w", err)
+	}
+}
+
+// put writes a running total if key is still at rev (0: if it does not exist yet).
+func (q *Quotas) put(ctx context.Context, key string, total int, rev uint64) error {
+	v := []byte(strconv.Itoa(total))
+	if rev == 0 {
+		_, err := q.kv.Create(ctx, key, v)
+		return err
+	}
+	_, err := q.kv.Update(ctx, key, v, rev)
+	return err
+}
+
+// reserved reads a key's running total and revision; a missing key is 0 at revision 0. A value
+// that is not a count (a hostile writer) reads as the whole quota spent: refuse, never admit more.
+func (q *Quotas) reserved(ctx context.Context, key string) (total int, rev uint64, err error) {
+	e, err := q.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	n, perr := strconv.Atoi(string(e.Value()))
+	if perr != nil || n < 0 {
+		n = math.MaxInt32
+	}
+	return n, e.Revision(), nil
+}
+
+// reserveKey is a window's reservation key for one client's kind; the client's name is encoded,
+// since a key allows only a few characters.
+func reserveKey(window time.Time, client, kind string) string {
+	return "r" + strconv.FormatInt(window.Unix(), 10) + "." + kind + "." + base64.RawURLEncoding.EncodeToString([]byte(client))
 }

@@ -2,9 +2,13 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,5 +89,77 @@ func TestQuotaCountsAreSummedAcrossReplicas(t *testing.T) {
 	awaitOthers(t, qs[0], w, "ana/runs=3") // b's 2 and c's 1, not its own
 	if got := sorted(qs[0].Others(w.Add(-time.Minute))); got != "" {
 		t.Fatalf("an earlier window's counts are forgotten once a later one is read: %q", got)
+	}
+}
+
+// TestReservationsNeverPassTheQuota: three replicas reserving one unit at a time, concurrently,
+// from the same window's key get exactly the quota between them; another window or client has
+// its own total; a value that is not a count reads as the quota spent.
+func TestReservationsNeverPassTheQuota(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	qs := make([]*fleet.Quotas, 3)
+	for i, name := range []string{"a", "b", "c"} {
+		f, _ := join(t, ns, name)
+		q, err := f.Quotas(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(q.Stop)
+		qs[i] = q
+	}
+	w := time.Date(2026, 12, 4, 14, 2, 0, 0, time.UTC)
+	const limit = 20
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		for range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n, err := q.Reserve(ctx, w, "ana b/c", "runs", 1, limit)
+					if errors.Is(err, fleet.ErrReserveContended) {
+						continue // every round lost: try again, as a take would on its next call
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n == 0 {
+						return
+					}
+					got.Add(int64(n))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if got.Load() != limit {
+		t.Fatalf("the fleet reserved %d units of a quota of %d", got.Load(), limit)
+	}
+	if n, err := qs[0].Reserve(ctx, w.Add(time.Minute), "ana b/c", "runs", 5, limit); err != nil || n != 5 {
+		t.Fatalf("the next window: %d, %v; want 5 units", n, err)
+	}
+	if n, err := qs[1].Reserve(ctx, w, "bo", "runs", 25, limit); err != nil || n != limit {
+		t.Fatalf("another client: %d, %v; want the whole quota, capped at %d", n, err, limit)
+	}
+
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := nc.JetStream()
+	kv, err := js.KeyValue("plimsoll_test_quotas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(fmt.Sprintf("r%d.calls.%s", w.Unix(), base64.RawURLEncoding.EncodeToString([]byte("cy"))), []byte("-3")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := qs[2].Reserve(ctx, w, "cy", "calls", 1, limit); err != nil || n != 0 {
+		t.Fatalf("a forged total: %d, %v; want 0 units (the quota reads as spent)", n, err)
 	}
 }

@@ -70,14 +70,24 @@ type Counter struct {
 	local  map[Key]int // admitted here in the current window
 	others map[Key]int // admitted by the fleet's other replicas, as last handed in
 	share  int         // ≥ 1; > 1 while the fleet is unreachable (see SetShare)
+
+	// With leases on (a connected fleet), a run or call is admitted only from units this replica
+	// reserved from the fleet for the window (Grant): the fleet never admits past a quota.
+	leasing bool
+	leased  map[Key]int  // reserved units not yet admitted
+	spent   map[Key]bool // the fleet has reserved the whole quota: refuse without asking again
 }
+
+// ErrNoLease is Take's answer, with leases on, when this replica holds no reserved unit for the
+// key: the caller reserves from the fleet, hands the units in with Grant, and takes again.
+var ErrNoLease = errors.New("quota: no reserved unit left; reserve from the fleet")
 
 // New returns a counter reading the clock now (nil: time.Now).
 func New(now func() time.Time) *Counter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Counter{now: now, local: map[Key]int{}, others: map[Key]int{}, share: 1}
+	return &Counter{now: now, local: map[Key]int{}, others: map[Key]int{}, share: 1, leased: map[Key]int{}, spent: map[Key]bool{}}
 }
 
 // roll starts a new window when the clock has left the current one; the caller holds mu.
@@ -85,6 +95,7 @@ func (c *Counter) roll() time.Time {
 	t := c.now()
 	if start := t.Truncate(Window); !start.Equal(c.start) {
 		c.start, c.local, c.others = start, map[Key]int{}, map[Key]int{}
+		c.leased, c.spent = map[Key]int{}, map[Key]bool{} // a window's leases end with it
 	}
 	return t
 }
@@ -101,14 +112,59 @@ func (c *Counter) Take(client string, kind Kind, limit int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.roll()
+	leasing := c.leasing && c.share == 1
+	if leasing && c.leased[k] > 0 { // a reserved unit: the fleet's total already counts it
+		c.leased[k]--
+		c.local[k]++
+		return nil
+	}
 	used := c.local[k] + c.others[k]
+	if c.spent[k] {
+		used = max(used, limit) // the fleet has reserved it all, whoever has admitted it yet
+	}
 	own := (limit + c.share - 1) / c.share // the share, rounded up so a quota of 1 stays usable
 	if used >= limit || (c.share > 1 && c.local[k] >= own) {
 		end := c.start.Add(Window)
 		return &Refusal{Key: k, Limit: limit, Used: used, Share: c.share, Start: c.start, End: end, Wait: end.Sub(t)}
 	}
+	if leasing {
+		return ErrNoLease
+	}
 	c.local[k]++
 	return nil
+}
+
+// SetLeasing turns leases on (a replica of a connected fleet) or off (alone, or the fleet
+// unreachable: then SetShare's split applies and leases are not asked for).
+func (c *Counter) SetLeasing(on bool) {
+	c.mu.Lock()
+	c.leasing = on
+	c.mu.Unlock()
+}
+
+// Grant hands in n units of key reserved from the fleet for the window starting at start; n = 0
+// says the fleet has reserved the whole quota, so Take refuses until the window ends. Units of
+// another window are dropped (a window's unused units are lost: under-admission, never over).
+func (c *Counter) Grant(start time.Time, k Key, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll()
+	if !start.Equal(c.start) {
+		return
+	}
+	if n <= 0 {
+		c.spent[k] = true
+		return
+	}
+	c.leased[k] += n
+}
+
+// WindowStart is the current window's start.
+func (c *Counter) WindowStart() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll()
+	return c.start
 }
 
 // Local is this replica's counts in the current window, for publishing to the fleet.

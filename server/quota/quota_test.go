@@ -163,6 +163,91 @@ func TestFleetOvershootIsBounded(t *testing.T) {
 	}
 }
 
+// TestLeasesAdmitOnlyReservedUnits: with leases on, a take without a reserved unit asks for one
+// (ErrNoLease), a grant of n admits exactly n, a grant of 0 refuses for the rest of the window
+// naming the whole quota as used, and a new window starts with no units and no refusal.
+func TestLeasesAdmitOnlyReservedUnits(t *testing.T) {
+	clk := &clock{t0.Add(10 * time.Second)}
+	c := quota.New(clk.now)
+	c.SetLeasing(true)
+	if err := c.Take("ana", quota.Runs, 5); !errors.Is(err, quota.ErrNoLease) {
+		t.Fatalf("take without a lease: %v, want ErrNoLease", err)
+	}
+	k := quota.Key{Client: "ana", Kind: quota.Runs}
+	c.Grant(t0, k, 2)
+	c.Grant(t0.Add(-time.Minute), k, 9) // another window's units are dropped
+	for i := range 2 {
+		if err := c.Take("ana", quota.Runs, 5); err != nil {
+			t.Fatalf("leased take %d: %v", i+1, err)
+		}
+	}
+	if err := c.Take("ana", quota.Runs, 5); !errors.Is(err, quota.ErrNoLease) {
+		t.Fatalf("take after the lease is spent: %v, want ErrNoLease", err)
+	}
+	c.Grant(t0, k, 1)
+	c.Grant(t0, k, 0) // the fleet has reserved the whole quota, one unit of it here
+	if err := c.Take("ana", quota.Runs, 5); err != nil {
+		t.Fatalf("a unit held when the fleet is spent is still admitted: %v", err)
+	}
+	var r *quota.Refusal
+	if err := c.Take("ana", quota.Runs, 5); !errors.As(err, &r) || r.Used != 5 {
+		t.Fatalf("take once the fleet is spent: %v, want a refusal with used 5", err)
+	}
+	clk.t = t0.Add(time.Minute)
+	if err := c.Take("ana", quota.Runs, 5); !errors.Is(err, quota.ErrNoLease) {
+		t.Fatalf("take in a new window: %v, want ErrNoLease (no units carried over, no refusal)", err)
+	}
+	c.SetLeasing(false)
+	if err := c.Take("ana", quota.Runs, 5); err != nil {
+		t.Fatalf("take with leases off: %v", err)
+	}
+}
+
+// TestLeasedFleetNeverPassesTheQuota models replicas that reserve units from one serialised
+// total (the fleet's compare-and-set key) in leases of a quarter share: whatever the demand's
+// order, the fleet admits at most the quota, and exactly the quota once every replica has spent
+// its leased units.
+func TestLeasedFleetNeverPassesTheQuota(t *testing.T) {
+	const replicas, q, lease = 3, 20, 2
+	k := quota.Key{Client: "ana", Kind: quota.Runs}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		clk := &clock{t0}
+		cs := make([]*quota.Counter, replicas)
+		for i := range cs {
+			cs[i] = quota.New(clk.now)
+			cs[i].SetLeasing(true)
+		}
+		reserved, admitted := 0, 0
+		take := func(c *quota.Counter) bool {
+			err := c.Take("ana", quota.Runs, q)
+			if errors.Is(err, quota.ErrNoLease) {
+				n := min(lease, q-reserved)
+				reserved += n
+				c.Grant(t0, k, n)
+				err = c.Take("ana", quota.Runs, q)
+			}
+			if err == nil {
+				admitted++
+			}
+			return err == nil
+		}
+		for range 40 {
+			take(cs[rng.IntN(replicas)])
+		}
+		if admitted > q {
+			t.Fatalf("seed %d: admitted %d against a quota of %d", seed, admitted, q)
+		}
+		for _, c := range cs { // demand outlasts every lease
+			for take(c) {
+			}
+		}
+		if admitted != q {
+			t.Fatalf("seed %d: admitted %d once every lease was spent, want the quota %d", seed, admitted, q)
+		}
+	}
+}
+
 // sync hands every replica the sum of the others' counts, as the fleet's bucket does.
 func sync(cs []*quota.Counter) {
 	locals := make([]map[quota.Key]int, len(cs))
