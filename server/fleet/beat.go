@@ -93,7 +93,7 @@ func (f *Fleet) openBeats(ctx context.Context, js jetstream.JetStream) error {
 // watchBeats (re)starts the watch that keeps the roster; after a reconnect the old one may have
 // stalled, so it is replaced rather than trusted.
 func (f *Fleet) watchBeats() error {
-	w, err := f.beats.WatchAll(context.Background())
+	w, err := watchPatiently(context.Background(), f.beats)
 	if err != nil {
 		return fmt.Errorf("fleet: watch replicas: %w", err)
 	}

@@ -158,7 +158,7 @@ func (f *Fleet) open(ctx context.Context) error {
 // gone from the bucket since (a clear made while this replica was cut off is not resurrected),
 // and then follows the watch's later changes.
 func (f *Fleet) watchAll(ctx context.Context) error {
-	w, err := f.kv.WatchAll(context.Background()) // lives until Close, not until ctx ends
+	w, err := watchPatiently(ctx, f.kv) // lives until Close, not until ctx ends
 	if err != nil {
 		return fmt.Errorf("fleet: watch flags: %w", err)
 	}
@@ -191,6 +191,23 @@ func (f *Fleet) watchAll(ctx context.Context) error {
 		case <-ctx.Done():
 			_ = w.Stop()
 			return fmt.Errorf("fleet: applying the current flags: %w", ctx.Err())
+		}
+	}
+}
+
+// watchPatience is how long a watch's start is asked again when NATS answers too slowly (a
+// timeout, not a refusal): a loaded server is no reason for a replica to fail its start.
+const watchPatience = 30 * time.Second
+
+// watchPatiently starts a watch of every key in kv, asking again after a timeout until
+// watchPatience has passed or ctx ends; the watch itself lives until stopped.
+func watchPatiently(ctx context.Context, kv jetstream.KeyValue, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	give := time.Now().Add(watchPatience)
+	for {
+		w, err := kv.WatchAll(context.Background(), opts...)
+		slow := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if !slow || ctx.Err() != nil || time.Now().After(give) {
+			return w, err
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (f *Fleet) Quotas(ctx context.Context) (*Quotas, error) {
 // replaced rather than trusted.
 func (q *Quotas) rewatch() error {
 	reconnects := q.f.nc.Stats().Reconnects
-	w, err := q.kv.WatchAll(context.Background(), jetstream.IgnoreDeletes())
+	w, err := watchPatiently(context.Background(), q.kv, jetstream.IgnoreDeletes())
 	if err != nil {
 		return fmt.Errorf("fleet: watch quota counts: %w", err)
 	}
