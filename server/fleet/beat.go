@@ -170,14 +170,20 @@ func (f *Fleet) beat(ctx context.Context, st Status) error {
 }
 
 // Members is the fleet's roster now, as Roster marks it against this replica's last heartbeat.
+// A beat older than the bucket's TTL is dropped: the bucket forgot it too, and tells no watcher.
 func (f *Fleet) Members() []Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := f.now()
 	beats := make([]Beat, 0, len(f.roster))
-	for _, b := range f.roster {
+	for k, b := range f.roster {
+		if now.Sub(b.At) > beatTTL {
+			delete(f.roster, k)
+			continue
+		}
 		beats = append(beats, b)
 	}
-	return Roster(beats, f.own, f.now())
+	return Roster(beats, f.own, now)
 }
 
 // NameShared says whether another live instance heartbeats under this replica's name.
