@@ -61,5 +61,5 @@ func (b *Bulkhead) fleetInFlight() int {
 	if b.share.whole() {
 		return b.inflight
 	}
-	return int(math.Round(float64(b.inflight) / b.share.fraction()))
+	return int(min(math.Round(float64(b.inflight)/b.share.fraction()), math.MaxInt32)) // a tiny fraction must not wrap an int
 }

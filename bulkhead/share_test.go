@@ -138,3 +138,15 @@ func TestShareKeepsAFleetNearTheKnee(t *testing.T) {
 	require.Greater(t, alone, simKnee*2, "three fixed limits of 16 send about three times it")
 	require.LessOrEqual(t, shared, simKnee, "a third each of 16")
 }
+
+// A tiny share makes the fleet's estimated calls in flight (its own over the fraction) larger
+// than an int: the estimate must saturate, not wrap negative and tell the learner "idle".
+func TestATinyShareStillTeachesTheLimit(t *testing.T) {
+	b, err := bulkhead.New(bulkhead.Config{Algorithm: bulkhead.AIMD, Initial: 4, Min: 2, Max: 64, MaxQueue: 8, QueueTimeout: time.Second})
+	require.NoError(t, err)
+	b.SetShare(bulkhead.Share{Fraction: 1e-19}, at(0))
+	admitted, tickets := enterN(b, 1, at(0))
+	require.Equal(t, 1, admitted)
+	b.Release(tickets[0], at(10), 10*time.Millisecond, false)
+	require.Greater(t, b.Snapshot().Learned, 4, "a fast completion standing for the whole fleet's calls grows the limit")
+}
