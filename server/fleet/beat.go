@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plimsoll/plimsoll/internal/clienttext"
 )
 
 // Heartbeats: every replica puts its status into the fleet's replicas bucket every BeatEvery and
@@ -119,14 +121,38 @@ func (f *Fleet) followBeats(w jetstream.KeyWatcher) {
 		switch {
 		case e.Operation() != jetstream.KeyValuePut:
 			delete(f.roster, e.Key())
-		case json.Unmarshal(e.Value(), &b) == nil && b.key() == e.Key() && b.At.After(f.roster[e.Key()].At):
-			f.roster[e.Key()] = b // never an older beat over a newer one (a replaced watch's stragglers)
+		case json.Unmarshal(e.Value(), &b) == nil && b.key() == e.Key():
+			b.bound(f.now())
+			if b.At.After(f.roster[e.Key()].At) {
+				f.roster[e.Key()] = b // never an older beat over a newer one (a replaced watch's stragglers)
+			}
 		}
 		f.mu.Unlock()
 	}
 }
 
 func (b Beat) key() string { return enc(b.Replica) + "." + b.Instance }
+
+// maxBeatRows bounds a beat's limits and windows: a replica has a few profiles, not thousands.
+const maxBeatRows = 256
+
+// bound makes a beat read from the bucket safe to keep and show: a time ahead of this replica's
+// clock is taken as now (a fast clock or a forger cannot keep a dead replica live, or in a
+// share, for longer than a beat's staleness), its lists are capped and its names bounded and
+// escaped (clienttext), so an operator's terminal or page shows them as text.
+func (b *Beat) bound(now time.Time) {
+	if b.At.After(now) {
+		b.At = now
+	}
+	b.Replica, b.Instance, b.Digest = clienttext.Name(b.Replica), clienttext.Name(b.Instance), clienttext.Name(b.Digest)
+	b.Limits, b.Windows = b.Limits[:min(len(b.Limits), maxBeatRows)], b.Windows[:min(len(b.Windows), maxBeatRows)]
+	for i := range b.Limits {
+		b.Limits[i].Profile, b.Limits[i].Route = clienttext.Name(b.Limits[i].Profile), clienttext.Name(b.Limits[i].Route)
+	}
+	for i := range b.Windows {
+		b.Windows[i].Profile, b.Windows[i].State = clienttext.Name(b.Windows[i].Profile), clienttext.Name(b.Windows[i].State)
+	}
+}
 
 // Heartbeat starts this replica's heartbeats, status read afresh for each, until Close; the first
 // is put before it returns. A second live instance with this replica's name is logged by warn.

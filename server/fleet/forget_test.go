@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestAKilledReplicaIsForgottenAfterAMinute(t *testing.T) {
 	if err := f.Heartbeat(ctx, func() fleet.Status { return fleet.Status{} }, t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	putKilledBeat(ctx, t, ns.ClientURL())
+	putBeat(ctx, t, ns.ClientURL(), fleet.Beat{Replica: "killed", Instance: "0123456789ab", At: time.Now().UTC()})
 	eventually(t, "alive lists the killed replica", func() bool { return len(f.Members()) == 2 })
 
 	skew.Store(int64(10 * time.Second))
@@ -47,8 +48,9 @@ func TestAKilledReplicaIsForgottenAfterAMinute(t *testing.T) {
 	})
 }
 
-// putKilledBeat stores one heartbeat as a replica does, which then dies without deleting it.
-func putKilledBeat(ctx context.Context, t *testing.T, url string) {
+// putBeat stores one heartbeat as a replica (or anyone who may write the bucket) does, and then
+// never beats again.
+func putBeat(ctx context.Context, t *testing.T, url string, b fleet.Beat) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -63,9 +65,51 @@ func putKilledBeat(ctx context.Context, t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := fleet.Beat{Replica: "killed", Instance: "0123456789ab", At: time.Now().UTC()}
 	v, _ := json.Marshal(b)
 	if _, err := kv.Put(ctx, base64.RawURLEncoding.EncodeToString([]byte(b.Replica))+"."+b.Instance, v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A beat dated an hour ahead (a fast clock, or a writer of the bucket) is taken as sent now: it
+// goes stale 5 s later like any, instead of keeping a dead replica live in admin state and in
+// every share for the hour; its names are shown escaped and bounded.
+func TestABeatFromTheFutureGoesStaleLikeAny(t *testing.T) {
+	ns := natstest.Start(t)
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := fleet.Join(ctx, fleet.Options{URL: ns.ClientURL(), Name: "test", Replica: "alive", Now: clock}, func(fleet.Change) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	if err := f.Heartbeat(ctx, func() fleet.Status { return fleet.Status{} }, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	putBeat(ctx, t, ns.ClientURL(), fleet.Beat{Replica: "ahead\x1b[2J", Instance: "0123456789ab", At: time.Now().Add(time.Hour).UTC(),
+		Status: fleet.Status{Windows: []fleet.Window{{Profile: "pets\x1b]0;owned\x07", State: "open"}}}})
+	var ahead fleet.Member
+	eventually(t, "alive lists the replica from the future", func() bool {
+		for _, m := range f.Members() {
+			if m.Instance == "0123456789ab" {
+				ahead = m
+				return true
+			}
+		}
+		return false
+	})
+	if ahead.Stale || strings.ContainsRune(ahead.Replica, 0x1b) || strings.ContainsRune(ahead.Windows[0].Profile, 0x1b) {
+		t.Fatalf("the beat from the future as listed: %+v", ahead)
+	}
+	skew.Store(int64(6 * time.Second))
+	eventually(t, "the replica from the future shown stale 6 s later", func() bool {
+		for _, m := range f.Members() {
+			if m.Instance == "0123456789ab" {
+				return m.Stale
+			}
+		}
+		return false
+	})
 }

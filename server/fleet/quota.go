@@ -35,6 +35,10 @@ type Usage struct {
 	Counts   []Count   `json:"counts"`
 }
 
+// maxQuotaKeys bounds the other instances' publications kept: a few windows of a fleet's
+// replicas, never what a writer dating keys into the future could add.
+const maxQuotaKeys = 4096
+
 // quotaTTL outlives a window and the next, so a late reader still finds the last one.
 const quotaTTL = 2 * time.Minute
 
@@ -111,7 +115,7 @@ func (q *Quotas) follow(w jetstream.KeyWatcher) {
 			continue
 		}
 		q.mu.Lock()
-		if q.watch == w {
+		if _, known := q.latest[e.Key()]; q.watch == w && (known || len(q.latest) < maxQuotaKeys) {
 			q.latest[e.Key()] = u
 		}
 		q.mu.Unlock()
