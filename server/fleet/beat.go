@@ -100,6 +100,12 @@ func (f *Fleet) watchBeats() error {
 		return fmt.Errorf("fleet: watch replicas: %w", err)
 	}
 	f.mu.Lock()
+	select {
+	case <-f.done: // a reconnect's re-watch that lost the race with Close: Close read the old one
+		f.mu.Unlock()
+		return w.Stop()
+	default:
+	}
 	old := f.beatWatch
 	f.beatWatch = w
 	f.mu.Unlock()
