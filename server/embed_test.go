@@ -134,7 +134,14 @@ func TestEmbeddedOpenModeStaysOnLoopback(t *testing.T) {
 	}
 
 	for name, h := range map[string]http.Handler{"api": s.Handler(), "admin": s.AdminHandler()} {
-		for peer, want := range map[string]int{"192.0.2.1:40000": http.StatusForbidden, "127.0.0.1:40000": http.StatusOK, "[::1]:40000": http.StatusOK} {
+		for peer, want := range map[string]int{"192.0.2.1:40000": http.StatusForbidden, "127.0.0.1:40000": http.StatusOK, "[::1]:40000": http.StatusOK,
+			"[::ffff:127.0.0.1]:40000": http.StatusOK, "[::ffff:192.0.2.1]:40000": http.StatusForbidden,
+			// A bare IP, as a real-IP middleware in front of the Handler writes X-Forwarded-For's
+			// first address, is that IP, not a Unix socket's peer.
+			"192.0.2.1": http.StatusForbidden, "2001:db8::1": http.StatusForbidden, "[2001:db8::1]": http.StatusForbidden, "127.0.0.1": http.StatusOK,
+			"@": http.StatusOK,
+			// A link-local peer's address carries its zone; it is an IP all the same.
+			"[fe80::1%eth0]:40000": http.StatusForbidden, "fe80::1%eth0": http.StatusForbidden} {
 			req := httptest.NewRequest("GET", "http://127.0.0.1/livez", nil)
 			req.RemoteAddr = peer
 			rec := httptest.NewRecorder()

@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 
@@ -57,14 +58,16 @@ func isLoopbackHost(hostport string) bool {
 }
 
 // isLoopbackPeer says whether a request's RemoteAddr is on loopback; an address that is not an
-// IP and port (a Unix socket's peer) is this machine's.
+// IP, with or without a port (a Unix socket's peer), is this machine's. A bare IP is what a
+// real-IP middleware in front of an embedded Handler writes from X-Forwarded-For. netip reads a
+// link-local peer's zone (fe80::1%eth0), which net.ParseIP does not.
 func isLoopbackPeer(remote string) bool {
 	h, _, err := net.SplitHostPort(remote)
 	if err != nil {
-		return true
+		h = strings.TrimSuffix(strings.TrimPrefix(remote, "["), "]")
 	}
-	ip := net.ParseIP(h)
-	return ip == nil || ip.IsLoopback()
+	ip, err := netip.ParseAddr(h)
+	return err != nil || ip.Unmap().IsLoopback()
 }
 
 // isLoopbackOrigin says whether an Origin header is an http(s) origin on a loopback host.
