@@ -56,7 +56,7 @@ type global struct {
 // the host then compiles bin as it is and every instance runs _initialize.
 func prepareJS(bin []byte) (mod []byte, data []wasmbin.DataSegment, globals []string, ok bool) {
 	m, err := wasmbin.Read(bin)
-	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 { // bulk-memory instructions may name segments
+	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 || m.Index(wasmbin.SectionStart) >= 0 { // a data count: bulk-memory instructions may name segments
 		return nil, nil, nil, false
 	}
 	export, dataSec, global := m.Index(wasmbin.SectionExport), m.Index(wasmbin.SectionData), m.Index(wasmbin.SectionGlobal)
@@ -86,11 +86,12 @@ func prepareJS(bin []byte) (mod []byte, data []wasmbin.DataSegment, globals []st
 // _initialize, which every instance still runs: Go's runtime seeds its randomness there
 // (math/rand, map hash seeds), and a snapshot after it would give every run the same seed (see
 // SECURITY.md). ok is false when bin cannot be read this way (no data section or memory of its
-// own, a data count section, a segment that is not active in memory 0 at an i32.const offset or
+// own, a data count section, a start function, which runs inside instantiation where a copied
+// image is not in yet, a segment that is not active in memory 0 at an i32.const offset or
 // that ends past the memory's minimum size): bin is then compiled as it is.
 func prepareData(bin []byte) (mod []byte, snap *snapshot, ok bool) {
 	m, err := wasmbin.Read(bin)
-	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 { // bulk-memory instructions may name segments
+	if err != nil || m.Index(wasmbin.SectionDataCount) >= 0 || m.Index(wasmbin.SectionStart) >= 0 { // a data count: bulk-memory instructions may name segments
 		return nil, nil, false
 	}
 	dataSec := m.Index(wasmbin.SectionData)

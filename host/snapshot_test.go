@@ -193,3 +193,35 @@ func TestGoToolStartsFromItsDataImage(t *testing.T) {
 	require.Equal(t, len(want), len(got))
 	require.True(t, bytes.Equal(want, got), "the mapped image differs from the data segments applied")
 }
+
+// TestDataImageBeforeStartFunction: a module's start function runs inside instantiation, after
+// its data segments are applied and before the host could copy an image in. Where the image is
+// copied, not mapped (no memfd; every platform but Linux), such a module must keep its data
+// section. Here the start function writes mem[1] = mem[0]+1 over the data segment's "a".
+func TestDataImageBeforeStartFunction(t *testing.T) {
+	const body = "\x00\x41\x01\x41\x00\x2d\x00\x00\x41\x01\x6a\x3a\x00\x00\x0b" // i32.store8(1, i32.load8_u(0)+1)
+	bin := []byte("\x00asm\x01\x00\x00\x00" +
+		"\x01\x04\x01\x60\x00\x00" + // type 0: () -> ()
+		"\x03\x03\x02\x00\x00" + // two functions of type 0
+		"\x05\x03\x01\x00\x01" + // memory, min 1 page
+		"\x07\x0a\x01\x06_start\x00\x01" + // export _start: function 1
+		"\x08\x01\x00" + // start: function 0
+		"\x0a\x14\x02\x0f" + body + "\x02\x00\x0b" +
+		"\x0b\x07\x01\x00\x41\x00\x0b\x01a") // "a" at 0
+	ctx := context.Background()
+	rt := newRuntime(t, Options{})
+	g, err := rt.kinds[KindWasm].(*wasmKind).compile(bin, moduleShape{minPages: 1})
+	require.NoError(t, err)
+	defer g.close()
+	if g.snap != nil && g.snap.file != nil { // copy the image in, as a platform without memfd does
+		g.snap.image = make([]byte, g.snap.size)
+		require.NoError(t, g.snap.file.copyTo(g.snap.image))
+		g.snap.file.close()
+		g.snap.file = nil
+	}
+	inst, err := rt.newInstance(ctx, g, profiles.MaxMemory)
+	require.NoError(t, err)
+	defer inst.close(ctx)
+	got, _ := inst.mod.Memory().Read(0, 2)
+	require.Equal(t, "ab", string(got), "the start function saw the data segment")
+}
