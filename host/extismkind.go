@@ -37,8 +37,10 @@ type extismKind struct {
 	modules  *moduleCache
 	compiled atomic.Int64 // plugins compiled, for tests and figures
 
-	mu   sync.Mutex
-	live map[*extism.CompiledPlugin]struct{} // every compiled plugin not yet closed, for stop
+	mu       sync.Mutex
+	live     map[*extism.CompiledPlugin]struct{} // every compiled plugin not yet closed, for stop
+	calls    sync.WaitGroup                      // plugin calls executing, which stop waits for
+	stopping bool                                // set by stop: no call starts after it
 }
 
 // ExtismFunction is the export an Extism tool calls when none is named (--function).
@@ -311,8 +313,20 @@ func (k *extismKind) pooled(*guest, uint64) *instance { return nil }
 
 func (k *extismKind) ended(*runState, int32, error) (error, bool) { return nil, false }
 
-// stop closes every compiled plugin's runtime: plugins still running stop at their next check.
+// stop closes every compiled plugin's runtime once the calls still executing have returned:
+// Close has cancelled their runs, and a plugin's runtime closes it when its context ends, so
+// they return at their next check. Closing a runtime under a call races inside wazero; only if
+// ctx ends first are the plugins closed under their calls, to stop them whatever it costs.
 func (k *extismKind) stop(ctx context.Context) {
+	k.mu.Lock()
+	k.stopping = true
+	k.mu.Unlock()
+	called := make(chan struct{})
+	go func() { k.calls.Wait(); close(called) }()
+	select {
+	case <-called:
+	case <-ctx.Done():
+	}
 	k.mu.Lock()
 	live := make([]*extism.CompiledPlugin, 0, len(k.live))
 	for cp := range k.live {
@@ -328,7 +342,22 @@ func (k *extismKind) release() { k.modules.closeAll() }
 
 // call runs one plugin call on a fresh instance: the tool's input is the plugin's input and its
 // output the tool's output. The plugin's logs and its WASI stdout and stderr go to the run log.
+// beginCall counts a call in, unless stop has begun (then the runtime is closing).
+func (k *extismKind) beginCall() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopping {
+		return false
+	}
+	k.calls.Add(1)
+	return true
+}
+
 func (k *extismKind) call(st *runState, input []byte) (int32, error) {
+	if !k.beginCall() {
+		return 0, ErrClosed
+	}
+	defer k.calls.Done()
 	run := st.guest.mod.(pluginRun)
 	cp := run.p
 	budget := &memory{limit: uint64(st.limits.Memory)}
