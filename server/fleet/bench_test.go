@@ -128,16 +128,7 @@ func shows(cs []fleet.Count, n int) bool { return len(cs) == 1 && cs[0].N == n }
 func BenchmarkReserve(b *testing.B) {
 	ns := natstest.Start(b)
 	ctx := context.Background()
-	quotas := func(name string) *fleet.Quotas {
-		f, _ := join(b, ns, name)
-		q, err := f.Quotas(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(q.Stop)
-		return q
-	}
-	a, others := quotas("a"), []*fleet.Quotas{quotas("b"), quotas("c")}
+	a, others := quotasOf(ctx, b, ns, "a"), []*fleet.Quotas{quotasOf(ctx, b, ns, "b"), quotasOf(ctx, b, ns, "c")}
 	w := time.Date(2026, 12, 4, 14, 2, 0, 0, time.UTC)
 	stop := make(chan struct{})
 	for _, q := range others { // contention from the other replicas on the same key

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,18 +22,9 @@ import (
 // killed is forgotten by the bucket after a minute"), or every restart adds a row for good.
 func TestAKilledReplicaIsForgottenAfterAMinute(t *testing.T) {
 	ns := natstest.Start(t)
-	var skew atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f, err := fleet.Join(ctx, fleet.Options{URL: ns.ClientURL(), Name: "test", Replica: "alive", Now: clock}, func(fleet.Change) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	if err := f.Heartbeat(ctx, func() fleet.Status { return fleet.Status{} }, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	f, skew := aliveOnSkewedClock(ctx, t, ns)
 	putBeat(ctx, t, ns.ClientURL(), fleet.Beat{Replica: "killed", Instance: "0123456789ab", At: time.Now().UTC()})
 	eventually(t, "alive lists the killed replica", func() bool { return len(f.Members()) == 2 })
 
@@ -76,18 +68,9 @@ func putBeat(ctx context.Context, t *testing.T, url string, b fleet.Beat) {
 // every share for the hour; its names are shown escaped and bounded.
 func TestABeatFromTheFutureGoesStaleLikeAny(t *testing.T) {
 	ns := natstest.Start(t)
-	var skew atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f, err := fleet.Join(ctx, fleet.Options{URL: ns.ClientURL(), Name: "test", Replica: "alive", Now: clock}, func(fleet.Change) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	if err := f.Heartbeat(ctx, func() fleet.Status { return fleet.Status{} }, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	f, skew := aliveOnSkewedClock(ctx, t, ns)
 	putBeat(ctx, t, ns.ClientURL(), fleet.Beat{Replica: "ahead\x1b[2J", Instance: "0123456789ab", At: time.Now().Add(time.Hour).UTC(),
 		Status: fleet.Status{Windows: []fleet.Window{{Profile: "pets\x1b]0;owned\x07", State: "open"}}}})
 	var ahead fleet.Member
@@ -112,4 +95,20 @@ func TestABeatFromTheFutureGoesStaleLikeAny(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// aliveOnSkewedClock joins replica "alive", heartbeating, on a clock the test moves ahead by skew.
+func aliveOnSkewedClock(ctx context.Context, t *testing.T, ns *natsserver.Server) (*fleet.Fleet, *atomic.Int64) {
+	t.Helper()
+	skew := new(atomic.Int64)
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	f, err := fleet.Join(ctx, fleet.Options{URL: ns.ClientURL(), Name: "test", Replica: "alive", Now: clock}, func(fleet.Change) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	if err := f.Heartbeat(ctx, func() fleet.Status { return fleet.Status{} }, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return f, skew
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/plimsoll/plimsoll/internal/natstest"
@@ -45,16 +46,7 @@ func TestQuotaCountsAreSummedAcrossReplicas(t *testing.T) {
 	ns := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	qs := make([]*fleet.Quotas, 3)
-	for i, name := range []string{"a", "b", "c"} {
-		f, _ := join(t, ns, name)
-		q, err := f.Quotas(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(q.Stop)
-		qs[i] = q
-	}
+	qs := []*fleet.Quotas{quotasOf(ctx, t, ns, "a"), quotasOf(ctx, t, ns, "b"), quotasOf(ctx, t, ns, "c")}
 	w := time.Date(2026, 12, 4, 14, 2, 0, 0, time.UTC)
 	publish := func(q *fleet.Quotas, window time.Time, counts ...fleet.Count) {
 		if err := q.Publish(ctx, window, counts); err != nil {
@@ -68,16 +60,7 @@ func TestQuotaCountsAreSummedAcrossReplicas(t *testing.T) {
 	publish(qs[2], w, fleet.Count{Client: "ana", Kind: "runs", N: 1})
 
 	// A hostile or broken writer's values are skipped.
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := nc.JetStream()
-	kv, err := js.KeyValue("plimsoll_test_quotas")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := quotasBucket(t, ns)
 	prefix := fmt.Sprintf("w%d.", w.Unix())
 	at := w.Format(time.RFC3339)
 	kv.Put(prefix+"junk", []byte("not json"))
@@ -99,16 +82,7 @@ func TestReservationsNeverPassTheQuota(t *testing.T) {
 	ns := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	qs := make([]*fleet.Quotas, 3)
-	for i, name := range []string{"a", "b", "c"} {
-		f, _ := join(t, ns, name)
-		q, err := f.Quotas(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(q.Stop)
-		qs[i] = q
-	}
+	qs := []*fleet.Quotas{quotasOf(ctx, t, ns, "a"), quotasOf(ctx, t, ns, "b"), quotasOf(ctx, t, ns, "c")}
 	w := time.Date(2026, 12, 4, 14, 2, 0, 0, time.UTC)
 	const limit = 20
 	var got atomic.Int64
@@ -146,20 +120,39 @@ func TestReservationsNeverPassTheQuota(t *testing.T) {
 		t.Fatalf("another client: %d, %v; want the whole quota, capped at %d", n, err, limit)
 	}
 
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := nc.JetStream()
-	kv, err := js.KeyValue("plimsoll_test_quotas")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := quotasBucket(t, ns)
 	if _, err := kv.Put(fmt.Sprintf("r%d.calls.%s", w.Unix(), base64.RawURLEncoding.EncodeToString([]byte("cy"))), []byte("-3")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := qs[2].Reserve(ctx, w, "cy", "calls", 1, limit); err != nil || n != 0 {
 		t.Fatalf("a forged total: %d, %v; want 0 units (the quota reads as spent)", n, err)
 	}
+}
+
+// quotasOf joins replica name to the fleet on ns and opens its quotas bucket.
+func quotasOf(ctx context.Context, t testing.TB, ns *natsserver.Server, name string) *fleet.Quotas {
+	t.Helper()
+	f, _ := join(t, ns, name)
+	q, err := f.Quotas(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Stop)
+	return q
+}
+
+// quotasBucket is the fleet's quotas bucket as any NATS user with write access sees it.
+func quotasBucket(t *testing.T, ns *natsserver.Server) nats.KeyValue {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := nc.JetStream()
+	kv, err := js.KeyValue("plimsoll_test_quotas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }
