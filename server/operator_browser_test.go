@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/plimsoll/plimsoll/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/server"
 )
 
 // chromiumPath finds Debian's chromium (installed by .ci/run). Without it the browser tests skip,

@@ -20,9 +20,10 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/plimsoll/plimsoll/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/server"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver on loopback that decodes what it is sent.

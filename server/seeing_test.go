@@ -9,9 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/plimsoll/plimsoll/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/plimsoll/plimsoll/server"
 )
 
 const operatorToken = "operator-token-0123456789abcdef"

@@ -26,20 +26,38 @@ func At(t testing.TB, dir string, port int) *natsserver.Server {
 	return run(t, &natsserver.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoSigs: true})
 }
 
-// Cluster runs n routed NATS servers with JetStream (named n1…nN, cluster "plimsoll") and
-// returns them once each accepts connections; JetStream's meta leader may still be electing.
+// Cluster runs n routed NATS servers with JetStream (Members) and returns them once each
+// accepts connections; JetStream's meta leader may still be electing.
 func Cluster(t testing.TB, n int) []*natsserver.Server {
+	t.Helper()
+	return Launch(t, Members(t, n)...)
+}
+
+// Members are the options of n routed NATS servers with JetStream (named n1…nN, cluster
+// "plimsoll") on free loopback ports; a test may Launch some now and the rest later.
+func Members(t testing.TB, n int) []*natsserver.Options {
 	t.Helper()
 	routes := make([]*url.URL, n)
 	for i := range routes {
 		routes[i] = &url.URL{Scheme: "nats", Host: freeAddr(t)}
 	}
-	nodes := make([]*natsserver.Server, n)
+	members := make([]*natsserver.Options, n)
 	for i, r := range routes {
 		port, _ := strconv.Atoi(r.Port())
-		nodes[i] = start(t, &natsserver.Options{ServerName: fmt.Sprint("n", i+1), Host: "127.0.0.1", Port: -1,
+		members[i] = &natsserver.Options{ServerName: fmt.Sprint("n", i+1), Host: "127.0.0.1", Port: -1,
 			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, Routes: routes,
-			Cluster: natsserver.ClusterOpts{Name: "plimsoll", Host: "127.0.0.1", Port: port}})
+			Cluster: natsserver.ClusterOpts{Name: "plimsoll", Host: "127.0.0.1", Port: port}}
+	}
+	return members
+}
+
+// Launch starts the servers together (a cluster's members need each other) and returns them
+// once each accepts connections.
+func Launch(t testing.TB, members ...*natsserver.Options) []*natsserver.Server {
+	t.Helper()
+	nodes := make([]*natsserver.Server, len(members))
+	for i, opts := range members {
+		nodes[i] = start(t, opts)
 	}
 	for _, ns := range nodes {
 		awaitReady(t, ns)

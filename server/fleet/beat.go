@@ -82,7 +82,7 @@ func newInstance() string {
 
 // openBeats makes the replicas bucket if need be and starts the watch that keeps the roster.
 func (f *Fleet) openBeats(ctx context.Context, js jetstream.JetStream) error {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := makeBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: "plimsoll_" + f.opt.Name + "_replicas", Description: "plimsoll replica heartbeats", TTL: beatTTL, Replicas: f.opt.Replicas,
 	})
 	if err != nil {

@@ -142,7 +142,7 @@ func (f *Fleet) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet: jetstream: %w", err)
 	}
-	f.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	f.kv, err = makeBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: "plimsoll_" + f.opt.Name + "_flags", Description: "plimsoll operator actions (force-open flags)", Replicas: f.opt.Replicas,
 	})
 	if err != nil {

@@ -59,7 +59,7 @@ func (f *Fleet) Quotas(ctx context.Context) (*Quotas, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: jetstream: %w", err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := makeBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: "plimsoll_" + f.opt.Name + "_quotas", Description: "plimsoll client quota counts per replica and window", TTL: quotaTTL, Replicas: f.opt.Replicas,
 	})
 	if err != nil {
