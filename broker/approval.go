@@ -27,10 +27,11 @@ type ApprovalRequest struct {
 	Method   string        `json:"method"`
 	Path     string        `json:"path"`
 	Query    string        `json:"query,omitempty"`
-	Route    string        `json:"route"`    // the approvals route that marked the call
-	Summary  string        `json:"summary"`  // SummarizeBody of the call's body
-	Hash     string        `json:"hash"`     // CallHash of the call; an answer names it
-	Channels []string      `json:"channels"` // the profile's approvals.channels
+	Route    string        `json:"route"`             // the approvals route that marked the call
+	Headers  []string      `json:"headers,omitempty"` // HeaderLines of the tool's headers
+	Summary  string        `json:"summary"`           // SummarizeBody of the call's body
+	Hash     string        `json:"hash"`              // CallHash of the call; an answer names it
+	Channels []string      `json:"channels"`          // the profile's approvals.channels
 	Timeout  time.Duration `json:"-"`
 	Deadline time.Time     `json:"deadline"`
 }
@@ -124,7 +125,8 @@ func (r *Broker) approvalRequest(req Request, route *profiles.Route) ApprovalReq
 	ap := r.profile.Approvals
 	return ApprovalRequest{ID: NewRunID(), RunID: r.runID, Profile: r.profile.Name, Tool: r.tool,
 		Method: req.Method, Path: req.Path, Query: req.Query, Route: route.String(),
-		Summary: SummarizeBody(req.Body), Hash: CallHash(req.Method, req.Path, req.Query, req.Body),
+		Headers: HeaderLines(req.Headers), Summary: SummarizeBody(req.Body),
+		Hash:     CallHash(req.Method, req.Path, req.Query, req.Headers, req.Body),
 		Channels: ap.Channels, Timeout: ap.Timeout}
 }
 

@@ -59,8 +59,11 @@ func gatedRun(t testing.TB, rt http.RoundTripper, a broker.Approver, extra ...st
 	return r
 }
 
+// payHeaders are what pay sends besides the body: a header can change what a body means.
+var payHeaders = http.Header{"Content-Type": {"application/json"}, "If-Match": {`"v7"`, `"v8"`}}
+
 func pay(r *broker.Broker, body string) broker.Response {
-	return r.Call(context.Background(), broker.Request{Method: "POST", Path: "/payments", Query: "dry=0", Body: []byte(body)})
+	return r.Call(context.Background(), broker.Request{Method: "POST", Path: "/payments", Query: "dry=0", Headers: payHeaders, Body: []byte(body)})
 }
 
 func TestApprovalGrantedForwardsWhatWasShown(t *testing.T) {
@@ -79,7 +82,12 @@ func TestApprovalGrantedForwardsWhatWasShown(t *testing.T) {
 	assert.Equal(t, "dry=0", shown.Query)
 	assert.Equal(t, "POST /payments", shown.Route)
 	assert.Equal(t, `{"cents":1200,"to":"acme"}`, shown.Summary, "canonical: sorted keys, no spaces")
-	assert.Equal(t, broker.CallHash("POST", "/payments", "dry=0", []byte(`{ "to": "acme",  "cents": 1200 }`)), shown.Hash)
+	assert.Equal(t, []string{"Content-Type: application/json", `If-Match: "v7"`, `If-Match: "v8"`}, shown.Headers)
+	assert.Equal(t, broker.CallHash("POST", "/payments", "dry=0", payHeaders, []byte(`{ "to": "acme",  "cents": 1200 }`)), shown.Hash)
+	sent := up.requests()[0].Header.Clone()
+	sent.Del("Accept-Encoding") // the broker's own two, not the tool's
+	sent.Del("X-Api-Key")
+	assert.Equal(t, payHeaders, sent, "the headers shown are the tool's headers that left")
 	assert.Equal(t, []string{"elicit", "admin"}, shown.Channels)
 	assert.Equal(t, "run-ap", shown.RunID)
 	assert.Equal(t, "pay.js", shown.Tool)
@@ -287,18 +295,34 @@ func TestSummarizeBody(t *testing.T) {
 }
 
 func TestCallHashBindsEveryPart(t *testing.T) {
-	base := broker.CallHash("POST", "/payments", "a=1", []byte(`{"x":1}`))
+	json := http.Header{"Content-Type": {"application/json"}}
+	base := broker.CallHash("POST", "/payments", "a=1", json, []byte(`{"x":1}`))
 	assert.Len(t, base, 64)
 	for _, other := range []string{
-		broker.CallHash("PUT", "/payments", "a=1", []byte(`{"x":1}`)),
-		broker.CallHash("POST", "/payments/", "a=1", []byte(`{"x":1}`)),
-		broker.CallHash("POST", "/payments", "a=2", []byte(`{"x":1}`)),
-		broker.CallHash("POST", "/payments", "a=1", []byte(`{"x":1} `)),
-		broker.CallHash("POST", "/payments", "", []byte(`{"x":1}`)),
-		broker.CallHash("POST", "/paymentsa=1", "", []byte(`{"x":1}`)),
+		broker.CallHash("PUT", "/payments", "a=1", json, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments/", "a=1", json, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=2", json, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=1", json, []byte(`{"x":1} `)),
+		broker.CallHash("POST", "/payments", "", json, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/paymentsa=1", "", json, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=1", nil, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=1", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=1", http.Header{"Content-Type": {"application/json"}, "If-Match": {"*"}}, []byte(`{"x":1}`)),
+		broker.CallHash("POST", "/payments", "a=1", http.Header{"Content-Type": {"application/json", "text/plain"}}, []byte(`{"x":1}`)),
 	} {
 		assert.NotEqual(t, base, other)
 	}
+	a := http.Header{"If-Match": {`"v1"`, `"v2"`}, "Accept": {"*/*"}}
+	b := http.Header{"Accept": {"*/*"}, "If-Match": {`"v1"`, `"v2"`}}
+	assert.Equal(t, broker.CallHash("GET", "/p", "", a, nil), broker.CallHash("GET", "/p", "", b, nil), "a map's order is not the call's")
+	swapped := http.Header{"If-Match": {`"v2"`, `"v1"`}, "Accept": {"*/*"}}
+	assert.NotEqual(t, broker.CallHash("GET", "/p", "", a, nil), broker.CallHash("GET", "/p", "", swapped, nil), "a name's values go out in order")
+}
+
+func TestHeaderLinesEscapeWhatCouldHide(t *testing.T) {
+	// A literal "\u202e" typed by the tool reads differently from the override rune itself.
+	got := broker.HeaderLines(http.Header{"User-Agent": {"tool\\u202e \u202edlrow"}, "Accept": {"*/*"}})
+	assert.Equal(t, []string{"Accept: */*", `User-Agent: tool\\u202e \u202edlrow`}, got)
 }
 
 // Hammer: gated and ungated calls from many goroutines at once; every approval is counted once,

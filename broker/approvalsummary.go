@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -14,21 +16,42 @@ import (
 )
 
 // CallHash is the sha256, in hex, of exactly what a gated call sends: its method, its path with
-// the query, and its body, each preceded by its length so no two calls share an encoding. An
-// approval answers the call whose hash it names; a changed byte is a new approval.
-func CallHash(method, path, query string, body []byte) string {
-	h := sha256.New()
+// the query, the tool's headers (HeaderLines) and its body, each preceded by its length so no two
+// calls share an encoding. An approval answers the call whose hash it names; a changed byte, in a
+// header too, is a new approval. The broker's credential is not the tool's and is not in it.
+func CallHash(method, path, query string, h http.Header, body []byte) string {
+	hash := sha256.New()
 	target := path
 	if query != "" {
 		target += "?" + query
 	}
-	for _, part := range [][]byte{[]byte(method), []byte(target), body} {
+	headers := strings.Join(HeaderLines(h), "\n")
+	for _, part := range [][]byte{[]byte(method), []byte(target), []byte(headers), body} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write(part)
+		hash.Write(n[:])
+		hash.Write(part)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(hash.Sum(nil))
+}
+
+// HeaderLines are a call's headers as a person reads them: "Name: value", names sorted, a name's
+// values in the order they are sent, unprintable runes and '\' escaped as in a body's summary.
+// A header can change what a body means (Content-Type) or what a call does (If-Match), so an
+// approval shows and binds them.
+func HeaderLines(h http.Header) []string {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var lines []string
+	for _, name := range names {
+		for _, v := range h[name] {
+			lines = append(lines, escapeText(name+": "+v, true))
+		}
+	}
+	return lines
 }
 
 // MaxSummaryBytes caps a body summary; a longer one ends with its full size, and the hash

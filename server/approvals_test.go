@@ -57,6 +57,9 @@ const payTool = `const r = await api.post("/payments", {to: "acme", cents: 1200}
 
 var payBody = []byte(`{"to":"acme","cents":1200}`)
 
+// payHeaders are what the JS preamble sends with payTool's JSON body.
+var payHeaders = http.Header{"Content-Type": {"application/json"}}
+
 // pending polls the admin plane until n approvals wait.
 func pending(t *testing.T, d *daemon, n int) []server.PendingApproval {
 	t.Helper()
@@ -107,12 +110,13 @@ func TestApprovalAdminApproveV1Run(t *testing.T) {
 
 	list := pending(t, d, 1)
 	q := list[0]
-	wantHash := broker.CallHash("POST", "/payments", "", payBody)
+	wantHash := broker.CallHash("POST", "/payments", "", payHeaders, payBody)
 	assert.Equal(t, wantHash, q.Hash, "the hash is over exactly what will be sent")
 	assert.Equal(t, "POST", q.Method)
 	assert.Equal(t, "/payments", q.Path)
 	assert.Equal(t, "POST /payments", q.Route)
 	assert.Equal(t, `{"cents":1200,"to":"acme"}`, q.Summary)
+	assert.Equal(t, []string{"Content-Type: application/json"}, q.Headers)
 	assert.Equal(t, "agent-a", q.Client)
 	assert.Equal(t, "petstore", q.Profile)
 	assert.Empty(t, rec.all(), "nothing leaves before the answer")
@@ -120,7 +124,7 @@ func TestApprovalAdminApproveV1Run(t *testing.T) {
 	// Approving needs the hash, and the right one.
 	resp, body := d.send(d.admin, "POST", "/admin/approvals/"+q.ID+"/approve", "", map[string]string{})
 	assert.Equal(t, 400, resp.StatusCode, "%s", body)
-	resp, body = d.send(d.admin, "POST", "/admin/approvals/"+q.ID+"/approve", "", map[string]string{"hash": broker.CallHash("POST", "/payments", "", []byte(`{"to":"acme","cents":99999}`))})
+	resp, body = d.send(d.admin, "POST", "/admin/approvals/"+q.ID+"/approve", "", map[string]string{"hash": broker.CallHash("POST", "/payments", "", payHeaders, []byte(`{"to":"acme","cents":99999}`))})
 	assert.Equal(t, 409, resp.StatusCode, "%s", body)
 	resp, body = d.send(d.admin, "POST", "/admin/approvals/"+q.ID+"/approve", "", map[string]string{"hash": wantHash, "by": "ops-ana"})
 	require.Equal(t, 200, resp.StatusCode, "%s", body)
@@ -295,7 +299,8 @@ func testElicitation(t *testing.T, version string) {
 			require.Len(t, shown, 1, "one question per gated call, to the client that started the run")
 			assert.Contains(t, shown[0], "POST /payments")
 			assert.Contains(t, shown[0], `{"cents":1200,"to":"acme"}`)
-			assert.Contains(t, shown[0], broker.CallHash("POST", "/payments", "", payBody))
+			assert.Contains(t, shown[0], "Content-Type: application/json")
+			assert.Contains(t, shown[0], broker.CallHash("POST", "/payments", "", payHeaders, payBody))
 
 			resp, body := d.do("GET", "/v1/runs/"+out.RunID, tokenA, nil)
 			require.Equal(t, 200, resp.StatusCode)

@@ -98,6 +98,9 @@ func (c adminCmd) printApproval(tw *tabwriter.Writer, q server.PendingApproval) 
 	fmt.Fprintf(c.e.stdout, "%s  %s %s\n", q.ID, q.Method, target)
 	fmt.Fprintf(tw, "  route\t%s (profile %s)\n", q.Route, q.Profile)
 	fmt.Fprintf(tw, "  run\t%s, tool %s, client %s\n", q.RunID, q.Tool, q.Client)
+	for _, h := range q.Headers {
+		fmt.Fprintf(tw, "  header\t%s\n", h)
+	}
 	fmt.Fprintf(tw, "  body\t%s\n", q.Summary)
 	fmt.Fprintf(tw, "  sha256\t%s\n", q.Hash)
 	fmt.Fprintf(tw, "  waiting\t%s, refused at %s\n", (time.Duration(q.WaitingMs) * time.Millisecond).Round(time.Second), clock(q.Deadline))

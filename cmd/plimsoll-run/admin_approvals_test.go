@@ -65,11 +65,11 @@ func TestAdminApprovals(t *testing.T) {
 	}
 	result := pay(2)
 	q := waiting()
-	if want := broker.CallHash("POST", "/payments", "", []byte(`{"cents":11}`)); q.Hash != want {
+	if want := broker.CallHash("POST", "/payments", "", http.Header{"Content-Type": {"application/json"}}, []byte(`{"cents":11}`)); q.Hash != want {
 		t.Fatalf("hash %s, want %s", q.Hash, want)
 	}
 	code, out, errs := admin("approvals")
-	if code != 0 || !strings.Contains(out, q.ID+"  POST /payments") || !strings.Contains(out, `{"cents":11}`) || !strings.Contains(out, q.Hash) {
+	if code != 0 || !strings.Contains(out, q.ID+"  POST /payments") || !strings.Contains(out, `{"cents":11}`) || !strings.Contains(out, "Content-Type: application/json") || !strings.Contains(out, q.Hash) {
 		t.Fatalf("approvals: %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs := admin("approve", q.ID, "--hash", strings.Repeat("0", 64)); code != 1 || !strings.Contains(errs, "409 hash:") {

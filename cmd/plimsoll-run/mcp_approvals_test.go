@@ -46,7 +46,7 @@ func TestMCPStdioApprovals(t *testing.T) {
 	assert.Equal(t, `"approval_declined"`, string(out.Output))
 	require.Len(t, asked, 2)
 	assert.Contains(t, asked[0], "DELETE /pets/1")
-	assert.Contains(t, asked[0], broker.CallHash("DELETE", "/pets/1", "", nil))
+	assert.Contains(t, asked[0], broker.CallHash("DELETE", "/pets/1", "", nil, nil))
 	s.stop(t)
 
 	// A client that cannot elicit is never asked, and no one else can be: refused.

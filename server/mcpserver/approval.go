@@ -70,8 +70,8 @@ var approvalSchema = map[string]any{
 }
 
 // ApprovalMessage is what the person at an MCP client reads: the exact call, and the hash that
-// binds the answer to it. Every field is broker-made (SummarizeBody escapes the body) or checked
-// at the grant, so nothing in it can hide or reorder text.
+// binds the answer to it. Every field is broker-made (SummarizeBody and HeaderLines escape what
+// the tool wrote) or checked at the grant, so nothing in it can hide or reorder text.
 func ApprovalMessage(q broker.ApprovalRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tool %s (run %s, profile %s) wants to send:\n\n", q.Tool, q.RunID, q.Profile)
@@ -79,7 +79,11 @@ func ApprovalMessage(q broker.ApprovalRequest) string {
 	if q.Query != "" {
 		target += "?" + q.Query
 	}
-	fmt.Fprintf(&b, "%s %s\n(route %s, which needs a person's approval)\n\nBody: %s\n\n", q.Method, target, q.Route, q.Summary)
+	fmt.Fprintf(&b, "%s %s\n(route %s, which needs a person's approval)\n\n", q.Method, target, q.Route)
+	for _, h := range q.Headers {
+		fmt.Fprintf(&b, "%s\n", h)
+	}
+	fmt.Fprintf(&b, "Body: %s\n\n", q.Summary)
 	fmt.Fprintf(&b, "Call sha256: %s\nAccept to let this exact call leave; decline to refuse it.", q.Hash)
 	return b.String()
 }
