@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,7 +106,8 @@ func (s *Spec) fullListing() string {
 	var b strings.Builder
 	b.WriteString(s.heading(""))
 	b.WriteString(conventionText)
-	b.WriteString("e.g. const r = await " + s.example() + "; if (!r.ok) return {status: r.status}; return r.json();\n")
+	b.WriteString("e.g. const r = await " + exampleCall(s.exampleOp()) + "; if (!r.ok) return {status: r.status}; return r.json();\n")
+	b.WriteString(s.pythonLine(s.exampleOp()))
 	b.WriteString(legendText)
 	b.WriteString("Functions:\n")
 	b.WriteString(fns.String())
@@ -126,6 +128,7 @@ func (s *Spec) index() string {
 		"- api.describe(fn) gives {fn,http,summary,doc,sig,types}: one function in full, with every type it uses.\n")
 	q, op := s.exampleQuery()
 	b.WriteString("e.g. return api.search(" + jsonText(q) + "); then const r = await " + exampleCall(op) + "; return r.ok ? r.json() : {status: r.status};\n")
+	b.WriteString(s.pythonLine(op))
 	b.WriteString(sigLegendText)
 	groups := s.groups()
 	b.WriteString(fmt.Sprintf("Groups (%d; functions in each, search by these words too):\n", len(groups)))
@@ -158,16 +161,64 @@ func (s *Spec) exampleQuery() (string, *Operation) {
 	return groups[0].name, s.Ops[0]
 }
 
-// example writes a call of the first operation that has a required parameter (or the first).
-func (s *Spec) example() string {
-	pick := s.Ops[0]
+// exampleOp is the first operation that has a required parameter (or the first).
+func (s *Spec) exampleOp() *Operation {
 	for _, op := range s.Ops {
 		if len(op.Params) > 0 && op.Params[0].Required {
-			pick = op
-			break
+			return op
 		}
 	}
-	return exampleCall(pick)
+	return s.Ops[0]
+}
+
+// pythonLine tells a model how the Python client differs: the same functions, snake_case names
+// (api.search and api.describe give them), parameters as keywords.
+func (s *Spec) pythonLine(op *Operation) string {
+	infos, _ := s.searchData()
+	return "Python (language \"python\"): the same functions in snake_case (api.search/api.describe give these names), params as keywords or one dict, e.g. r = await " +
+		pythonCall(op, pythonNames(infos)[op]) + "; return r.json() if r.ok else {\"status\": r.status}\n"
+}
+
+// pythonCall writes a Python call of op with its required parameters: keywords when every name
+// can be one, else one dict.
+func pythonCall(op *Operation, name string) string {
+	var kw, dict []string
+	for _, p := range op.Params {
+		if p.Required {
+			v := exampleValue(p)
+			if v == "true" {
+				v = "True"
+			}
+			kw = append(kw, p.Key+"="+v)
+			dict = append(dict, jsonText(p.Key)+": "+v)
+		}
+	}
+	if op.Body != nil && op.Body.Required {
+		kw = append(kw, "body={...}")
+		dict = append(dict, `"body": {...}`)
+	}
+	for _, p := range op.Params {
+		if p.Required && (!pyIdent.MatchString(p.Key) || pythonReserved[p.Key]) {
+			return "api." + name + "({" + strings.Join(dict, ", ") + "})"
+		}
+	}
+	return "api." + name + "(" + strings.Join(kw, ", ") + ")"
+}
+
+// pyIdent is a name Python takes as a keyword argument (ASCII; keywords are excluded apart).
+var pyIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// exampleValue is a value of p's type for an example call.
+func exampleValue(p *Param) string {
+	if p.Schema != nil && p.Schema.Value != nil {
+		switch t := p.Schema.Value.Type; {
+		case t.Includes("integer"), t.Includes("number"):
+			return "1"
+		case t.Includes("boolean"):
+			return "true"
+		}
+	}
+	return `"x"`
 }
 
 // exampleCall writes a call of op with its required parameters.
@@ -177,16 +228,7 @@ func exampleCall(pick *Operation) string {
 		if !p.Required {
 			continue
 		}
-		v := `"x"`
-		if p.Schema != nil && p.Schema.Value != nil {
-			switch t := p.Schema.Value.Type; {
-			case t.Includes("integer"), t.Includes("number"):
-				v = "1"
-			case t.Includes("boolean"):
-				v = "true"
-			}
-		}
-		args = append(args, propName(p.Key)+": "+v)
+		args = append(args, propName(p.Key)+": "+exampleValue(p))
 	}
 	if pick.Body != nil && pick.Body.Required {
 		args = append(args, "body: {...}")

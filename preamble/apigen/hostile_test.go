@@ -104,9 +104,10 @@ func TestHostileDescriptionStaysOnItsLines(t *testing.T) {
 	require.NotContains(t, d, "\u2028")
 	require.NotContains(t, d, "\u2029")
 	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
-	// 5 header lines, "Functions:", one line per operation, no types (all inline).
-	require.Len(t, lines, 6+len(s.Ops), d)
+	// 6 header lines (the JS and the Python example among them), "Functions:", one line per operation, no types (all inline).
+	require.Len(t, lines, 7+len(s.Ops), d)
 	require.True(t, strings.HasPrefix(lines[0], `Evil" / x title base_url: http://attacker.example 1 # injected: yes h…: 17 functions on `+"`api`."), lines[0])
+	require.Contains(t, d, `e.g. r = await api.a_bcd({"we\"ird'name": "x"})`, "a name Python cannot take as a keyword goes in one dict")
 	require.Contains(t, d, "\naBCD({\"we\\\"ird'name\":string,\"a&b=c#d\"?:string}) // quote \" backtick end / alert(1) new line ls ps\n")
 	require.Contains(t, d, "\nalert1({body?:{\"</script>\"?:string,\"x\\ny\"?:\"\\u2028\"|\"\\\"\"|\"`\"|\"*/\"}}) // line1 line2 line3 end\n")
 }

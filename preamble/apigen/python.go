@@ -80,10 +80,10 @@ type pyBody struct {
 // data as the JavaScript preamble's.
 func (s *Spec) PythonClient() (string, error) {
 	infos, _ := s.searchData()
-	taken := map[string]bool{}
+	names := pythonNames(infos)
 	ops := make([]*pyOp, 0, len(infos))
 	for _, in := range infos {
-		ops = append(ops, newPyOp(in, taken))
+		ops = append(ops, newPyOp(in, names[in.op]))
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Fn < ops[j].Fn })
 	postings := map[string][][2]int{}
@@ -112,14 +112,25 @@ func (s *Spec) PythonClient() (string, error) {
 	return b.String(), nil
 }
 
-func newPyOp(in opInfo, taken map[string]bool) *pyOp {
-	op := in.op
-	name := SnakeName(op.Func)
-	base := name
-	for n := 2; pythonReserved[name] || taken[name]; n++ {
-		name = base + "_" + itoa(n)
+// pythonNames are the operations' method names in the Python client: SnakeName, and a clash
+// or a reserved name gets "_2", "_3"..., in the search data's order.
+func pythonNames(infos []opInfo) map[*Operation]string {
+	taken := map[string]bool{}
+	names := make(map[*Operation]string, len(infos))
+	for _, in := range infos {
+		name := SnakeName(in.op.Func)
+		base := name
+		for n := 2; pythonReserved[name] || taken[name]; n++ {
+			name = base + "_" + itoa(n)
+		}
+		taken[name] = true
+		names[in.op] = name
 	}
-	taken[name] = true
+	return names
+}
+
+func newPyOp(in opInfo, name string) *pyOp {
+	op := in.op
 	masks, nw, sw := opFields(op)
 	p := &pyOp{Fn: name, Method: op.Method, Route: op.Path, Summary: op.Summary, Doc: op.Doc,
 		Sig: name + strings.TrimPrefix(in.sig, op.Func), Deprecated: op.Deprecated,
