@@ -78,7 +78,8 @@ type Fleet struct {
 	instance  string // this process, told apart from another with the same Replica name
 	beats     jetstream.KeyValue
 	beatWatch jetstream.KeyWatcher
-	done      chan struct{}  // closed by Close: the heartbeats stop
+	done      chan struct{} // closed first by Close: the heartbeats stop, a re-watch gives up
+	closeOnce sync.Once
 	beating   sync.WaitGroup // the heartbeat loop, waited for so no beat lands after Close deletes it
 
 	applyMu sync.Mutex           // one watch applies at a time
@@ -191,6 +192,9 @@ func (f *Fleet) watchAll(ctx context.Context) error {
 		case <-ctx.Done():
 			_ = w.Stop()
 			return fmt.Errorf("fleet: applying the current flags: %w", ctx.Err())
+		case <-f.done:
+			_ = w.Stop()
+			return errors.New("fleet: closed while applying the current flags")
 		}
 	}
 }
@@ -326,6 +330,7 @@ func (f *Fleet) setDegraded(why string) {
 // Close stops the watches and heartbeats and leaves the fleet (its heartbeat deleted, so it is not
 // shown stale); the flags stay in the bucket.
 func (f *Fleet) Close() {
+	f.closeOnce.Do(func() { close(f.done) }) // before applyMu, which a re-watch holds while it reads
 	f.applyMu.Lock()
 	if f.closed {
 		f.applyMu.Unlock()
@@ -336,7 +341,6 @@ func (f *Fleet) Close() {
 		_ = f.watch.Stop()
 	}
 	f.applyMu.Unlock()
-	close(f.done)
 	f.beating.Wait()
 	f.mu.Lock()
 	bw := f.beatWatch
