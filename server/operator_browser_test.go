@@ -72,6 +72,9 @@ func TestOperatorPageInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`section.profile[data-profile="petstore"]`)),
 	))
 	assert.Contains(t, textOf(t, ctx, "#status"), "updated")
+	alone, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#fleet").hidden`))
+	require.NoError(t, err)
+	assert.True(t, alone, "a daemon without --fleet shows no fleet section")
 
 	done := d.runAsync(tokenB, run("petstore", loopTool))
 	row := `section.profile[data-profile="petstore"] tr.run`

@@ -112,6 +112,32 @@ function renderOpenings(list) {
   if (list.length === 0) body.append(el("tr", {}, el("td", { class: "empty", colspan: "7" }, "none")));
 }
 
+// renderFleet shows the replicas sharing this daemon's operator flags (--fleet), or hides the
+// section when the daemon is alone.
+function renderFleet(f, at) {
+  const sec = $("#fleet");
+  sec.hidden = !f;
+  if (!f) return;
+  $("#fleet-name").textContent = f.name + " · this replica: " + f.replica;
+  const notes = [];
+  if (f.degraded) notes.push("degraded: " + f.degraded + " (the last known flags hold)");
+  if (f.warning) notes.push(f.warning);
+  const note = $("#fleet-note");
+  note.textContent = notes.join(" · ") || "connected: operator flags are shared with every replica below";
+  note.classList.toggle("error", notes.length > 0);
+  $("#fleet-replicas tbody").replaceChildren(...f.replicas.map((m) => {
+    const marks = [m.stale ? "stale" : "live"];
+    if (m.name_shared) marks.push("name-shared");
+    if (m.digest_differs) marks.push("digest-differs");
+    const windows = (m.windows || []).map((w) => w.profile + " " + w.state.replace("_", " ")).join(", ") || "none";
+    return el("tr", { class: "replica " + marks.join(" ") + (m.replica === f.replica ? " own" : ""), "data-replica": m.replica },
+      el("td", {}, m.replica + (m.name_shared ? " (name shared)" : "")), el("td", {}, m.instance),
+      el("td", { class: "n" }, seconds(Math.max(0, Date.parse(at) - Date.parse(m.at))) + " ago" + (m.stale ? " (stale)" : "")),
+      el("td", { class: "n" }, m.live_runs), el("td", {}, windows),
+      el("td", { class: "digest" }, m.digest.slice(0, 12) + (m.digest_differs ? " (differs)" : "")));
+  }));
+}
+
 async function refreshChart() {
   const view = $("#run-view");
   if (!selected) { view.hidden = true; return; }
@@ -156,6 +182,7 @@ async function poll() {
     $("#profiles").replaceChildren(...(sections.length ? sections : [el("p", { class: "empty" }, "no profiles")]));
     typing();
     renderOpenings(openings.openings);
+    renderFleet(state.fleet, state.at);
     document.body.dataset.at = state.at;
     status("updated " + new Date(state.at).toLocaleTimeString() + " · generation " + state.generation);
     if (!painted) { painted = true; window.plimsollFirstPaint = performance.now(); }
