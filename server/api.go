@@ -200,22 +200,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.takeRun(c); err != nil { // quota.go: before a slot is taken
+	giveBack, err := s.takeRun(c) // quota.go: before a slot is taken
+	if err != nil {
 		s.countRefusal("v1", refused(refusedQuota, err))
 		refuseQuota(w, err)
 		return
 	}
 	release, ok := s.admit(w, r, crit)
 	if !ok {
+		giveBack() // refused as busy, or the client left while queued: the run never ran
 		return
 	}
 	release = sync.OnceFunc(release)
 	if !req.Wait {
-		s.detach(w, r, c, p, req, release)
+		s.detach(w, r, c, p, req, release, giveBack)
 		return
 	}
 	defer release()
-	s.execute(w, r, c, p, req, release)
+	s.execute(w, r, c, p, req, release, giveBack)
 }
 
 // admit waits for a run slot, or answers 429 when the queue sheds the request.
@@ -256,13 +258,15 @@ type runAnswer struct {
 }
 
 // execute journals, runs, audits (synced) and answers one admitted run. The slot is released
-// (release) when the run ends, before the answer is written: a slow reader holds no slot.
-func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest, release func()) {
+// (release) when the run ends, before the answer is written: a slow reader holds no slot;
+// giveBack returns the run's quota unit if it is refused before it starts.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest, release, giveBack func()) {
 	runID := broker.NewRunID()
 	if s.journal != nil {
 		err := s.journal.Begin(journalEntry{RunID: runID, Client: c.Name, Profile: p.Name, Tool: req.Tool.Name, ToolDigest: req.Digest, Start: time.Now().UTC()})
 		if err != nil {
 			s.log.Error("journal write failed: run refused", "error", err.Error())
+			giveBack()
 			s.countRefusal("v1", refused(refusedJournal, err))
 			refuse(w, http.StatusInternalServerError, "", "the daemon cannot journal the run")
 			return

@@ -175,10 +175,12 @@ func (s *Server) streamDetached(w http.ResponseWriter, r *http.Request, id strin
 
 // detach answers 202 with the run's id and Location, and runs it on: the client may leave. It
 // owns the admission slot (release) from here. The run is journaled and audited as any other,
-// counts for the drain, and its result is then GET /v1/runs/{id}'s answer.
-func (s *Server) detach(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest, release func()) {
+// counts for the drain, and its result is then GET /v1/runs/{id}'s answer. giveBack returns the
+// run's quota unit if it is refused before it starts.
+func (s *Server) detach(w http.ResponseWriter, r *http.Request, c *Client, p *profiles.Profile, req runRequest, release, giveBack func()) {
 	if !s.runs.enter() { // held until the run ends, not until this answer
 		release()
+		giveBack()
 		w.Header().Set("Retry-After", retryDraining)
 		refuse(w, http.StatusServiceUnavailable, "", "the daemon is shutting down")
 		return
@@ -189,6 +191,7 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, c *Client, p *pr
 		if err != nil {
 			s.runs.leave()
 			release()
+			giveBack()
 			s.log.Error("journal write failed: run refused", "error", err.Error())
 			refuse(w, http.StatusInternalServerError, "", "the daemon cannot journal the run")
 			return

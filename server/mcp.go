@@ -99,7 +99,8 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 		return s.refuseMCP(call, refused(refusedHeader, err))
 	}
 	client := s.mcpClient(call.Caller.Name)
-	if err := s.takeRun(client); err != nil { // quota.go
+	giveBack, err := s.takeRun(client) // quota.go
+	if err != nil {
 		return s.refuseMCP(call, refused(refusedQuota, err))
 	}
 	t0 := time.Now()
@@ -107,9 +108,11 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 	var shed *runqueue.ShedError
 	switch {
 	case errors.As(err, &shed):
+		giveBack() // the run never ran: it does not count against the client
 		s.metrics.shed(shed)
 		return s.refuseMCP(call, refused(refusedBusy, fmt.Errorf("the daemon is busy (%s): retry in %ss", shed.Error(), retryBusy)))
 	case err != nil:
+		giveBack()
 		return s.refuseMCP(call, refused(refusedCanceled, fmt.Errorf("canceled while waiting for a run slot: %w", err)))
 	}
 	defer release()
@@ -121,6 +124,7 @@ func (b mcpBackend) Run(ctx context.Context, call mcpserver.Call) host.Result {
 			Tool: call.Tool.Name, ToolDigest: call.Digest, Start: time.Now().UTC()})
 		if err != nil {
 			s.log.Error("journal write failed: run refused", "error", err.Error())
+			giveBack()
 			return s.refuseMCP(call, refused(refusedJournal, errors.New("the daemon cannot journal the run")))
 		}
 	}

@@ -47,9 +47,12 @@ func newQuotas(now func() time.Time, reg *prometheus.Registry) *quotas {
 	return q
 }
 
-// takeRun counts one run of c; a *quota.Refusal when c's runs quota is spent.
-func (s *Server) takeRun(c *Client) error {
-	return s.quotas.take(c.Name, quota.Runs, c.RunsPerMinute)
+// takeRun counts one run of c; a *quota.Refusal when c's runs quota is spent. giveBack returns
+// the run's unit when it is refused before it starts (busy, its client gone while it queued, the
+// journal failing): a run that never ran does not count against the client.
+func (s *Server) takeRun(c *Client) (giveBack func(), err error) {
+	u, err := s.quotas.take(c.Name, quota.Runs, c.RunsPerMinute)
+	return func() { s.quotas.give(u) }, err
 }
 
 // callsQuota is the run's broker.Config.Quota for c's calls quota; nil when c has none.
@@ -57,13 +60,16 @@ func (s *Server) callsQuota(c *Client) func() error {
 	if c == nil || c.CallsPerMinute == 0 {
 		return nil
 	}
-	return func() error { return s.quotas.take(c.Name, quota.Calls, c.CallsPerMinute) }
+	return func() error {
+		_, err := s.quotas.take(c.Name, quota.Calls, c.CallsPerMinute)
+		return err
+	}
 }
 
-func (q *quotas) take(client string, kind quota.Kind, limit int) error {
-	err := q.counter.Take(client, kind, limit)
+func (q *quotas) take(client string, kind quota.Kind, limit int) (quota.Unit, error) {
+	u, err := q.counter.TakeUnit(client, kind, limit)
 	if errors.Is(err, quota.ErrNoLease) {
-		err = q.lease(client, kind, limit)
+		u, err = q.lease(client, kind, limit)
 	}
 	switch {
 	case err != nil:
@@ -74,7 +80,18 @@ func (q *quotas) take(client string, kind quota.Kind, limit int) error {
 		default:
 		}
 	}
-	return err
+	return u, err
+}
+
+// give returns an unused unit (quota.Counter.Give) and publishes the lower count soon.
+func (q *quotas) give(u quota.Unit) {
+	q.counter.Give(u)
+	if q.changed != nil {
+		select {
+		case q.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // reserveWait bounds one reservation's round trips: past it the fleet counts as unreachable for
@@ -84,12 +101,12 @@ const reserveWait = time.Second
 // lease reserves units of client's kind from the fleet (fleet.Quotas.Reserve), hands them to the
 // counter and takes again. A failed reservation splits the quota among the live replicas, as
 // when the fleet is unreachable, so the take is still decided on this replica alone.
-func (q *quotas) lease(client string, kind quota.Kind, limit int) error {
+func (q *quotas) lease(client string, kind quota.Kind, limit int) (quota.Unit, error) {
 	q.mu.Lock()
 	fq, live := q.fleet, q.live
 	q.mu.Unlock()
 	if fq == nil {
-		return q.counter.Take(client, kind, limit) // leasing ended meanwhile
+		return q.counter.TakeUnit(client, kind, limit) // leasing ended meanwhile
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reserveWait)
 	defer cancel()
@@ -97,19 +114,19 @@ func (q *quotas) lease(client string, kind quota.Kind, limit int) error {
 		start := q.counter.WindowStart()
 		n, err := fq.Reserve(ctx, start, client, string(kind), leaseSize(limit, live), limit)
 		if errors.Is(err, fleet.ErrReserveContended) {
-			return contended{client, kind} // NATS answers: refuse rather than admit unreserved
+			return quota.Unit{}, contended{client, kind} // NATS answers: refuse rather than admit unreserved
 		}
 		if err != nil {
 			q.unreachable(live)
-			return q.counter.Take(client, kind, limit)
+			return q.counter.TakeUnit(client, kind, limit)
 		}
 		q.counter.Grant(start, quota.Key{Client: client, Kind: kind}, n)
-		if err := q.counter.Take(client, kind, limit); !errors.Is(err, quota.ErrNoLease) {
-			return err
+		if u, err := q.counter.TakeUnit(client, kind, limit); !errors.Is(err, quota.ErrNoLease) {
+			return u, err
 		}
 	}
 	q.unreachable(live) // not reached unless the clock jumps windows twice: decide alone
-	return q.counter.Take(client, kind, limit)
+	return q.counter.TakeUnit(client, kind, limit)
 }
 
 // contended refuses a take whose reservation kept losing to other replicas' for reserveWait.

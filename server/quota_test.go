@@ -123,6 +123,32 @@ func TestRunsQuotaRefuses429WithRetryAfter(t *testing.T) {
 	assert.Equal(t, 200, d.status("POST", "/v1/runs", tokenB, run("inventory", "return 1")), "a new window")
 }
 
+// A run refused after its quota passed it (busy: the one slot is held and nothing queues) never
+// ran, so it does not count: the client still has its second run of the window, on /v1 and MCP.
+func TestARunRefusedAsBusyIsGivenBack(t *testing.T) {
+	up := newUpstream(t)
+	clk := newClock(minute0.Add(20 * time.Second))
+	d := start(t, up, withQuotas(2, 0, clk), func(c *server.Config) { c.MaxRuns, c.Queue = 1, -1 })
+	held := d.runAsync(tokenB, run("petstore", `return (await api.get("/block")).json()`))
+	up.waitArrived(t, 1)
+
+	resp, b := d.do("POST", "/v1/runs", tokenB, run("inventory", "return 1"))
+	require.Equal(t, 429, resp.StatusCode, "%s", b)
+	assert.Contains(t, string(b), "run queue is full", "refused for the slot, not the quota")
+	cs, _ := connectMCP(t, d, tokenB, "agent-b-mcp")
+	res, _ := callTool(t, cs, "run_inventory", "return 1", nil)
+	require.True(t, res.IsError, "the MCP call is refused as busy too")
+	assert.Contains(t, text(res), "busy")
+	assert.Equal(t, 1, d.state().Quotas.Clients[0].Usage[0].Local, "only the held run counts")
+
+	up.open()
+	require.Equal(t, "ok", (<-held).Status)
+	assert.Equal(t, 200, d.status("POST", "/v1/runs", tokenB, run("inventory", "return 1")), "the second run of the window")
+	resp, b = d.do("POST", "/v1/runs", tokenB, run("inventory", "return 1"))
+	assert.Equal(t, 429, resp.StatusCode, "the third is over the quota: %s", b)
+	assert.Contains(t, string(b), "over its quota of 2 runs")
+}
+
 // TestCallsQuotaIsAnsweredByTheBroker: a call over the client's calls quota gets the guest a 429
 // naming the quota, counted as over_budget on the trace and audit line; the upstream sees none.
 func TestCallsQuotaIsAnsweredByTheBroker(t *testing.T) {

@@ -105,8 +105,21 @@ func (c *Counter) roll() time.Time {
 // reached limit, or, while the fleet is unreachable, when this replica's own count has reached
 // its share of limit. A limit ≤ 0 is no quota.
 func (c *Counter) Take(client string, kind Kind, limit int) error {
+	_, err := c.TakeUnit(client, kind, limit)
+	return err
+}
+
+// Unit is one counted run or call, as Give needs it back.
+type Unit struct {
+	key    Key
+	start  time.Time // its window; zero when nothing was counted (no quota)
+	leased bool      // taken from units reserved from the fleet
+}
+
+// TakeUnit is Take, and names what it counted so that Give can return it.
+func (c *Counter) TakeUnit(client string, kind Kind, limit int) (Unit, error) {
 	if limit <= 0 {
-		return nil
+		return Unit{}, nil
 	}
 	k := Key{client, kind}
 	c.mu.Lock()
@@ -116,7 +129,7 @@ func (c *Counter) Take(client string, kind Kind, limit int) error {
 	if leasing && c.leased[k] > 0 { // a reserved unit: the fleet's total already counts it
 		c.leased[k]--
 		c.local[k]++
-		return nil
+		return Unit{key: k, start: c.start, leased: true}, nil
 	}
 	used := c.local[k] + c.others[k]
 	if c.spent[k] {
@@ -125,13 +138,30 @@ func (c *Counter) Take(client string, kind Kind, limit int) error {
 	own := (limit + c.share - 1) / c.share // the share, rounded up so a quota of 1 stays usable
 	if used >= limit || (c.share > 1 && c.local[k] >= own) {
 		end := c.start.Add(Window)
-		return &Refusal{Key: k, Limit: limit, Used: used, Share: c.share, Start: c.start, End: end, Wait: end.Sub(t)}
+		return Unit{}, &Refusal{Key: k, Limit: limit, Used: used, Share: c.share, Start: c.start, End: end, Wait: end.Sub(t)}
 	}
 	if leasing {
-		return ErrNoLease
+		return Unit{}, ErrNoLease
 	}
 	c.local[k]++
-	return nil
+	return Unit{key: k, start: c.start}, nil
+}
+
+// Give returns a unit that was counted but not used — a run refused after its quota passed it
+// (busy, or its client gone while it queued) never ran. The count goes down by one and a leased
+// unit is this replica's to admit again. A unit of a window already over is not returned: that
+// window's count is history.
+func (c *Counter) Give(u Unit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll()
+	if u.start.IsZero() || !u.start.Equal(c.start) || c.local[u.key] == 0 {
+		return
+	}
+	c.local[u.key]--
+	if u.leased {
+		c.leased[u.key]++
+	}
 }
 
 // SetLeasing turns leases on (a replica of a connected fleet) or off (alone, or the fleet

@@ -277,3 +277,62 @@ func ExampleCounter() {
 	// <nil>
 	// client ana is over its quota of 1 runs per minute: 1 counted in the window 14:02:00–14:03:00 UTC; retry in 30s
 }
+
+// A unit given back (its run refused after the quota passed it) is the client's to use again in
+// the same window; a unit of a window already over is not.
+func TestGiveReturnsAnUnusedUnit(t *testing.T) {
+	clk := &clock{t0.Add(10 * time.Second)}
+	c := quota.New(clk.now)
+	u, err := c.TakeUnit("ana", quota.Runs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Take("ana", quota.Runs, 1); !errors.Is(err, quota.ErrOverQuota) {
+		t.Fatalf("second run before the give: %v, want over quota", err)
+	}
+	c.Give(u)
+	if _, counts := c.Local(); counts[quota.Key{Client: "ana", Kind: quota.Runs}] != 0 {
+		t.Fatalf("count after the give: %v, want 0", counts)
+	}
+	old, err := c.TakeUnit("ana", quota.Runs, 1)
+	if err != nil {
+		t.Fatalf("the unit given back: %v", err)
+	}
+	c.Give(quota.Unit{}) // nothing was counted under no quota: nothing to give
+	if err := c.Take("ana", quota.Runs, 1); !errors.Is(err, quota.ErrOverQuota) {
+		t.Fatalf("after giving an empty unit: %v, want over quota", err)
+	}
+
+	clk.t = t0.Add(quota.Window + 5*time.Second)
+	if err := c.Take("ana", quota.Runs, 1); err != nil {
+		t.Fatalf("the next window: %v", err)
+	}
+	c.Give(old) // last window's: its count is history
+	if err := c.Take("ana", quota.Runs, 1); !errors.Is(err, quota.ErrOverQuota) {
+		t.Fatalf("a unit of the last window was given into this one: %v", err)
+	}
+}
+
+// In a fleet, a leased unit given back is this replica's to admit again without asking the
+// fleet: it is still reserved there.
+func TestGiveReturnsALeasedUnitToTheLease(t *testing.T) {
+	clk := &clock{t0.Add(10 * time.Second)}
+	c := quota.New(clk.now)
+	c.SetLeasing(true)
+	k := quota.Key{Client: "ana", Kind: quota.Runs}
+	c.Grant(c.WindowStart(), k, 1)
+	u, err := c.TakeUnit("ana", quota.Runs, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Take("ana", quota.Runs, 5); !errors.Is(err, quota.ErrNoLease) {
+		t.Fatalf("lease spent: %v, want ErrNoLease", err)
+	}
+	c.Give(u)
+	if err := c.Take("ana", quota.Runs, 5); err != nil {
+		t.Fatalf("the leased unit given back: %v", err)
+	}
+	if err := c.Take("ana", quota.Runs, 5); !errors.Is(err, quota.ErrNoLease) {
+		t.Fatalf("only one unit came back: %v, want ErrNoLease", err)
+	}
+}
