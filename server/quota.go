@@ -74,11 +74,8 @@ func (q *quotas) take(client string, kind quota.Kind, limit int) (quota.Unit, er
 	switch {
 	case err != nil:
 		q.refusals.WithLabelValues(client, string(kind)).Inc()
-	case limit > 0 && q.changed != nil:
-		select { // publish soon; one signal pending is enough
-		case q.changed <- struct{}{}:
-		default:
-		}
+	case limit > 0:
+		q.publishSoon()
 	}
 	return u, err
 }
@@ -86,11 +83,17 @@ func (q *quotas) take(client string, kind quota.Kind, limit int) (quota.Unit, er
 // give returns an unused unit (quota.Counter.Give) and publishes the lower count soon.
 func (q *quotas) give(u quota.Unit) {
 	q.counter.Give(u)
-	if q.changed != nil {
-		select {
-		case q.changed <- struct{}{}:
-		default:
-		}
+	q.publishSoon()
+}
+
+// publishSoon asks the fleet link to publish this replica's counts; one signal pending is enough.
+func (q *quotas) publishSoon() {
+	if q.changed == nil {
+		return
+	}
+	select {
+	case q.changed <- struct{}{}:
+	default:
 	}
 }
 
