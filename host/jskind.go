@@ -218,10 +218,19 @@ var errInputNotJSON = errors.New("the input is not valid JSON")
 // engineStdin builds an engine guest's stdin (QuickJS-ng and CPython read the same request).
 // Empty input is null; a zero deadline is none.
 func engineStdin(name, src string, input []byte, preamble string, deadline time.Time) ([]byte, error) {
+	req, err := engineRequest(name, src, input, preamble, deadline)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(req)
+}
+
+// engineRequest is the request engineStdin writes.
+func engineRequest(name, src string, input []byte, preamble string, deadline time.Time) (jsRequest, error) {
 	in := json.RawMessage("null")
 	if len(bytes.TrimSpace(input)) > 0 {
 		if !json.Valid(input) {
-			return nil, errInputNotJSON
+			return jsRequest{}, errInputNotJSON
 		}
 		in = input
 	}
@@ -229,5 +238,5 @@ func engineStdin(name, src string, input []byte, preamble string, deadline time.
 	if !deadline.IsZero() {
 		req.DeadlineUnixMs = deadline.UnixMilli()
 	}
-	return json.Marshal(req)
+	return req, nil
 }

@@ -20,6 +20,7 @@ type moduleCache struct {
 	bytes      int
 	maxEntries int
 	maxBytes   int
+	closeGuest func(*guest) // how an entry is released; nil for guest.close
 }
 
 type cachedModule struct {
@@ -120,8 +121,16 @@ func (c *moduleCache) evictLocked(key [32]byte) {
 	c.bytes -= e.size
 	e.evicted = true
 	if e.refs == 0 {
-		e.g.close()
+		c.release(e.g)
 	}
+}
+
+func (c *moduleCache) release(g *guest) {
+	if c.closeGuest != nil {
+		c.closeGuest(g)
+		return
+	}
+	g.close()
 }
 
 // done gives back one run's hold on e, closing it if it was evicted and this was the last.
@@ -130,7 +139,7 @@ func (c *moduleCache) done(e *cachedModule) {
 	defer c.mu.Unlock()
 	e.refs--
 	if e.refs == 0 && e.evicted && e.g != nil {
-		e.g.close()
+		c.release(e.g)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,11 +14,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
 	"github.com/plimsoll/plimsoll/preamble/apigen"
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // storeClient generates the Python client for apigen's store document and returns the
@@ -132,36 +135,69 @@ func TestPythonClientHostileDocumentIsData(t *testing.T) {
 	require.ElementsMatch(t, want, got)
 }
 
-// BenchmarkPythonClientLoad is a run of a one-line Python tool with no client, with the store
-// document's client and with GitHub's (1,223 operations; skipped when ../shared/realspecs is
-// absent): what loading specgen's client adds to each run.
+// BenchmarkPythonClientLoad is what specgen's Python client adds to a run of a one-line Python
+// tool, for the store document's client (6 operations) and GitHub's (1,223; skipped when
+// ../shared/realspecs is absent). Every iteration runs, in a rotating order: the tool with no
+// client (none); with the client run by the run itself, as before preloading (before); with the
+// client preloaded (after); and with a client never seen yet, which that run preloads (first).
+// It reports each one's median and what before, after and first add over none.
 func BenchmarkPythonClientLoad(b *testing.B) {
-	clients := map[string]string{"none": "", "store": "../preamble/apigen/testdata/store.yaml"}
+	docs := [][2]string{{"store", "../preamble/apigen/testdata/store.yaml"}}
 	if _, err := os.Stat("../../shared/realspecs/github-api.github.com.json.gz"); err == nil {
-		clients["github"] = "../../shared/realspecs/github-api.github.com.json.gz"
+		docs = append(docs, [2]string{"github", "../../shared/realspecs/github-api.github.com.json.gz"})
 	}
-	for _, name := range []string{"none", "store", "github"} {
-		doc, ok := clients[name]
-		if !ok {
-			continue
-		}
-		b.Run(name, func(b *testing.B) {
-			extra := ""
-			if doc != "" {
-				extra = "preamble_python: " + pythonClientFile(b, doc) + "\n"
+	for _, doc := range docs {
+		src := pythonClient(b, doc[1])
+		b.Run(doc[0], func(b *testing.B) {
+			dir := b.TempDir()
+			withClient := func(name, src string) *profiles.Profile {
+				path := filepath.Join(dir, name)
+				require.NoError(b, os.WriteFile(path, []byte(src), 0o644))
+				return profile(b, "http://127.0.0.1:9", "preamble_python: "+path+"\n")
 			}
-			p := profile(b, "http://127.0.0.1:9", extra)
+			none, client := profile(b, "http://127.0.0.1:9", ""), withClient("client.py", src)
 			tool := PythonTool("tool.py", "return 1")
-			for range b.N {
+			defer func() { pythonPreload = true }()
+			run := func(p *profiles.Profile, preload bool) time.Duration {
+				pythonPreload = preload
+				t0 := time.Now()
 				res := shared(b).Run(context.Background(), tool, p, nil)
+				d := time.Since(t0)
 				require.NoError(b, res.Err, "%s", res.Log)
+				return d
+			}
+			run(none, true) // the interpreter started
+			run(client, true)
+			var times [4][]time.Duration // none, before, after, first
+			b.ResetTimer()
+			for i := range b.N {
+				for j := range 4 {
+					switch k := (i + j) % 4; k {
+					case 0:
+						times[k] = append(times[k], run(none, true))
+					case 1:
+						times[k] = append(times[k], run(client, false))
+					case 2:
+						times[k] = append(times[k], run(client, true))
+					case 3: // a source no run has had: its sha256 is new
+						b.StopTimer()
+						fresh := withClient(fmt.Sprintf("client%d.py", i), fmt.Sprintf("%s\n# %d\n", src, i))
+						b.StartTimer()
+						times[k] = append(times[k], run(fresh, true))
+					}
+				}
+			}
+			n := median(times[0])
+			b.ReportMetric(n, "none-ms")
+			for k, name := range []string{"before", "after", "first"} {
+				b.ReportMetric(median(times[k+1])-n, name+"-over-none-ms")
 			}
 		})
 	}
 }
 
-// pythonClientFile writes the Python client of an OpenAPI document (gzipped when it ends .gz).
-func pythonClientFile(b *testing.B, doc string) string {
+// pythonClient is the Python client of an OpenAPI document (gzipped when it ends .gz).
+func pythonClient(b *testing.B, doc string) string {
 	data, err := os.ReadFile(doc)
 	require.NoError(b, err)
 	if strings.HasSuffix(doc, ".gz") {
@@ -174,7 +210,5 @@ func pythonClientFile(b *testing.B, doc string) string {
 	require.NoError(b, err)
 	src, err := spec.PythonClient()
 	require.NoError(b, err)
-	path := filepath.Join(b.TempDir(), "client.py")
-	require.NoError(b, os.WriteFile(path, []byte(src), 0o644))
-	return path
+	return src
 }

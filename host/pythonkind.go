@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -44,6 +45,8 @@ type pythonKind struct {
 	mu       sync.Mutex // guards snap and released: a start may end after the runtime closed
 	snap     *snapshot
 	released bool
+
+	preloads *moduleCache // the interpreter with a profile's preamble run (pythonpreload.go)
 }
 
 func newPythonKind(ctx context.Context, rt *Runtime) (guestKind, error) {
@@ -51,7 +54,7 @@ func newPythonKind(ctx context.Context, rt *Runtime) (guestKind, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &pythonKind{rt: rt, r: r}
+	k := &pythonKind{rt: rt, r: r, preloads: newPreloadCache()}
 	k.guest = sync.OnceValues(k.start)
 	return k, nil
 }
@@ -110,8 +113,25 @@ func (k *pythonKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _
 	if err != nil {
 		return nil, nil, setupError("read the Python preamble", err)
 	}
-	stdin, err := engineStdin(tool.Name, string(tool.src.(pythonSource)), input, preamble, deadline) // the Python engine reads the JS engine's request
+	req, err := engineRequest(tool.Name, string(tool.src.(pythonSource)), input, preamble, deadline) // the Python engine reads the JS engine's request
 	if err != nil {
+		return nil, nil, setupError("read the input", err)
+	}
+	var preloaded string
+	if preamble != "" && pythonPreload {
+		pg, key, err := k.withPreamble(ctx, g, preamble)
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, contextError(ctx)
+		}
+		if pg != nil {
+			g, req.Preamble, preloaded = pg, "", key // run in pg's snapshot already
+		}
+	}
+	stdin, err := json.Marshal(pyRequest{jsRequest: req, Preloaded: preloaded})
+	if err != nil {
+		if g.release != nil {
+			g.release()
+		}
 		return nil, nil, setupError("read the input", err)
 	}
 	return g, stdin, nil
@@ -172,6 +192,7 @@ func (k *pythonKind) release() {
 	defer k.mu.Unlock()
 	k.released = true
 	k.snap.close()
+	k.preloads.closeAll()
 }
 
 // PreparePython compiles the Python interpreter and starts it for its snapshot now, rather than

@@ -19,6 +19,13 @@
 // the module checks it every LoopTick iterations and ends the instance (proc_exit) once it passed.
 // Unknown or duplicate fields and wrong types are refused.
 //
+// A preamble can also be run once, outside any run, so that the host snapshots the result and
+// runs skip it: {"preload": "<key>", "preamble": "<Python>"} runs it into the scope tools will
+// start from, arms no deadline (the host stops it from its yields) and writes nothing on stdout;
+// it returns abi.ExitOK, or abi.ExitFailed with the error on stderr. A run of an instance restored
+// from that snapshot names the key in "preloaded" (and no preamble); a key the instance does not
+// hold is refused.
+//
 // stdout receives json.dumps of the result (compact, no NaN), and nothing else; print() and
 // sys.stderr go to stderr, the run's log; when the run fails, its traceback (from the tool's
 // frames) is the last thing written. run returns abi.ExitOK, abi.ExitFailed or abi.ExitLimited;

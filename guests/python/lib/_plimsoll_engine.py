@@ -3,7 +3,9 @@
 Imported once, while the host takes its snapshot of the started interpreter, so the modules tools
 use are loaded and warm before any run. run() is called by the reactor's run export: it reads the
 request on stdin, arms the run's deadline (once; _plimsoll refuses a second time), runs the tool
-on an asyncio loop whose selector is the host's host_wait, and writes the result on stdout.
+on an asyncio loop whose selector is the host's host_wait, and writes the result on stdout. A
+"preload" request runs a profile's preamble instead, once, in a template the host then snapshots
+(host/pythonpreload.go); runs restored from it name it in "preloaded".
 """
 
 import ast
@@ -29,7 +31,7 @@ RUN_OK, RUN_FAILED, RUN_LIMITED = 0, 1, 2
 LIMIT_PREFIX = "plimsoll: limit: "
 LIMIT_MEMORY = "out of memory (the memory limit was reached)"
 LIMIT_STACK = "call stack depth exceeded"
-REQUEST_FIELDS = ("tool", "input", "preamble", "name", "deadline_unix_ms")
+REQUEST_FIELDS = ("tool", "input", "preamble", "name", "deadline_unix_ms", "preload", "preloaded")
 TOOL_FUNCTION = "<tool>"
 
 _real_stdout = sys.stdout
@@ -63,11 +65,20 @@ def read_request(raw):
     for key in req:
         if key not in REQUEST_FIELDS:
             raise RequestError(f"unknown field {key!r} (known: {', '.join(REQUEST_FIELDS)})")
-    for key, kind in (("tool", str), ("preamble", str), ("name", str), ("deadline_unix_ms", (int, float))):
+    for key, kind in (("tool", str), ("preamble", str), ("name", str), ("deadline_unix_ms", (int, float)),
+                      ("preload", str), ("preloaded", str)):
         if key in req and (not isinstance(req[key], kind) or isinstance(req[key], bool)):
             raise RequestError(f"field {key!r} has the wrong type")
-    if "tool" not in req:
+    if "preload" in req:
+        if set(req) != {"preload", "preamble"}:
+            raise RequestError("a preload request has the fields 'preload' and 'preamble' only")
+    elif "tool" not in req:
         raise RequestError("field 'tool' is required")
+    if "preloaded" in req:
+        if req.get("preamble"):
+            raise RequestError("a request names a preloaded preamble or brings one, not both")
+        if _preloaded is None or _preloaded[0] != req["preloaded"]:
+            raise RequestError(f"the preamble {req['preloaded']!r} is not preloaded in this instance")
     return req
 
 
@@ -210,9 +221,35 @@ def report(exc, name):
     sys.stderr.write("".join(te.format()))
 
 
+def _new_scope():
+    return {"__name__": "__main__", "__builtins__": __builtins__, "api": api}
+
+
+# (key, scope): a preamble run once by a preload request, outside any run, whose state the host
+# snapshots; runs restored from that snapshot name the key and start from the scope.
+_preloaded = None
+
+
+def _preload(req):
+    """Run a profile's preamble once, before any run, into the scope its runs will start from.
+    Anything it logs or raises makes it unfit: the host then has each run evaluate it as before."""
+    global _preloaded
+    if _preloaded is not None:
+        sys.stderr.write("plimsoll: bad request from the host: a preamble is preloaded already\n")
+        return RUN_FAILED
+    scope = _new_scope()
+    try:
+        exec(compile(req["preamble"], "preamble.py", "exec", dont_inherit=True), scope)
+    except BaseException as e:
+        sys.stderr.write("".join(traceback.format_exception_only(e)))
+        return RUN_FAILED
+    _preloaded = (req["preload"], scope)
+    return RUN_OK
+
+
 def _run(req):
     name = req.get("name") or "tool.py"
-    scope = {"__name__": "__main__", "__builtins__": __builtins__, "api": api}
+    scope = _preloaded[1] if "preloaded" in req else _new_scope()
     try:
         tool = make_tool(req["tool"], name, req.get("preamble", ""), scope)
     except SyntaxError as e:
@@ -248,6 +285,12 @@ def run():
     except RequestError as e:
         sys.stderr.write(f"plimsoll: bad request from the host: {e}\n")
         return RUN_FAILED
+    if "preload" in req:  # not a run: no deadline to arm (the host bounds it), no tool
+        sys.stdout = sys.stderr
+        try:
+            return _preload(req)
+        finally:
+            sys.stdout = _real_stdout
     _plimsoll.arm(float(req.get("deadline_unix_ms", 0)))
     random.seed()  # the snapshot's generator state is every run's: draw a fresh seed
     sys.stdout = sys.stderr  # print() goes to the run's log; stdout carries the result only
