@@ -42,7 +42,7 @@ type jsKind struct {
 	dir   string                 // where the decompressed engine is kept; "" for nowhere
 	pool  *pool                  // nil when Options.PoolSize is 0
 
-	preloads preloads // the engine with a profile's preamble evaluated (preload.go)
+	preloads *moduleCache // the engine with a profile's preamble evaluated (preload.go)
 }
 
 // KindJS names JavaScript tools (JSTool).
@@ -63,7 +63,7 @@ func newJSKind(ctx context.Context, rt *Runtime) (guestKind, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &jsKind{rt: rt, r: r, dir: rt.dir}
+	k := &jsKind{rt: rt, r: r, dir: rt.dir, preloads: newPreloadCache()}
 	k.guest = sync.OnceValues(k.compileEngine)
 	return k, nil
 }
@@ -132,7 +132,11 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 		return nil, nil, err
 	}
 	if preamble != "" {
-		if pg, perr := k.withPreamble(g, preamble); perr == nil {
+		pg, err := k.withPreamble(ctx, g, preamble)
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, contextError(ctx)
+		}
+		if pg != nil {
 			g, preamble = pg, "" // evaluated in pg's snapshot already
 		}
 	}
@@ -142,6 +146,9 @@ func (k *jsKind) load(ctx context.Context, tool Tool, p *profiles.Profile, _ pro
 	}
 	stdin, err := engineStdin(tool.Name, string(tool.src.(jsSource)), input, preamble, deadline)
 	if err != nil {
+		if g.release != nil {
+			g.release()
+		}
 		return nil, nil, setupError("read the input", err)
 	}
 	return g, stdin, nil
@@ -182,13 +189,7 @@ func (k *jsKind) stop(ctx context.Context) {
 
 func (k *jsKind) release() {
 	k.snap.close()
-	k.preloads.mu.Lock()
-	defer k.preloads.mu.Unlock()
-	for _, e := range k.preloads.entries {
-		if e.g != nil {
-			e.g.snap.close()
-		}
-	}
+	k.preloads.closeAll()
 }
 
 // guestLimit reports a limit the JS engine enforced, from the line it logs last:

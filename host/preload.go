@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -31,57 +30,48 @@ const preloadTimeout = 10 * time.Second
 // maxPreloaded is how many preloaded snapshots are kept, least recently used first out.
 const maxPreloaded = 8
 
-// preloads keeps the engine's snapshots with a preamble evaluated, by the preamble's hash.
-type preloads struct {
-	mu      sync.Mutex
-	entries map[[32]byte]*preloaded
-	order   [][32]byte // least recently used first
+// maxPreloadedBytes bounds the preambles kept preloaded (by their source's size): maxPreloaded
+// counts them already, and each image is shared copy-on-write by its runs.
+const maxPreloadedBytes = 64 << 20
+
+// newPreloadCache keeps preloaded engines like compiled tools: built once however many runs ask,
+// a run waiting only until its own deadline, an image closed only once no run holds it (a run
+// holds it from load until its instance has mapped it).
+func newPreloadCache() *moduleCache {
+	c := newModuleCache(maxPreloaded, maxPreloadedBytes)
+	c.closeGuest = func(g *guest) { g.snap.close() } // the engine's compiled module stays
+	return c
 }
 
-type preloaded struct {
-	once sync.Once
-	g    *guest
-	err  error
-}
-
-// withPreamble returns the engine's guest with preamble already evaluated, making it on first
-// use. An error means the preamble failed to evaluate there: the run then evaluates it itself and
-// reports that failure as it always has.
-func (k *jsKind) withPreamble(base *guest, preamble string) (*guest, error) {
+// withPreamble returns the engine's guest with preamble already evaluated, held for the run (its
+// release gives it back); nil when the preamble cannot be evaluated outside a run (it fails
+// there: the run then evaluates it itself and reports that failure as it always has). The run
+// waits for a preload under way until ctx ends.
+func (k *jsKind) withPreamble(ctx context.Context, base *guest, preamble string) (*guest, error) {
 	key := sha256.Sum256([]byte(preamble))
-	p := &k.preloads
-	p.mu.Lock()
-	if p.entries == nil {
-		p.entries = map[[32]byte]*preloaded{}
+	g, err := k.preloads.get(ctx, key, len(preamble), func() (*guest, error) { return k.preloadOutsideRuns(base, preamble) })
+	if err != nil {
+		return nil, err
 	}
-	e, ok := p.entries[key]
-	if !ok {
-		e = &preloaded{}
-		p.entries[key] = e
+	if g.snap == nil { // kept as unfit, so later runs do not try again
+		g.release()
+		return nil, nil
 	}
-	p.touch(key)
-	p.mu.Unlock()
-	e.once.Do(func() { e.g, e.err = k.preload(base, preamble) })
-	return e.g, e.err
+	return g, nil
 }
 
-func (p *preloads) touch(key [32]byte) {
-	for i, k := range p.order {
-		if k == key {
-			p.order = append(p.order[:i], p.order[i+1:]...)
-			break
-		}
+// preloadOutsideRuns evaluates preamble as a run of its own, which Close waits for. A preamble
+// that fails there gives a guest without a snapshot.
+func (k *jsKind) preloadOutsideRuns(base *guest, preamble string) (*guest, error) {
+	if !k.rt.enter() {
+		return nil, ErrClosed
 	}
-	p.order = append(p.order, key)
-	for len(p.order) > maxPreloaded {
-		old := p.entries[p.order[0]]
-		delete(p.entries, p.order[0])
-		p.order = p.order[1:]
-		old.once.Do(func() {}) // a preload still running keeps its own result
-		if old.g != nil {
-			old.g.snap.close() // instances mapping it keep their mapping
-		}
+	defer k.rt.running.Done()
+	g, err := k.preload(base, preamble)
+	if err != nil {
+		return &guest{}, nil
 	}
+	return g, nil
 }
 
 // preload evaluates preamble in a template instance restored from base's snapshot and takes a

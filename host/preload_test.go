@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/plimsoll/plimsoll/broker"
+	"github.com/plimsoll/plimsoll/profiles"
 )
 
 // A profile's preamble is evaluated once, in a template, and its runs start from that state:
@@ -80,4 +83,35 @@ func TestPreloadsAreBounded(t *testing.T) {
 	defer k.preloads.mu.Unlock()
 	assert.Len(t, k.preloads.entries, maxPreloaded)
 	assert.Len(t, k.preloads.order, maxPreloaded)
+}
+
+// A run holds its preloaded engine from load until its instance has mapped it: eight other
+// preambles evicting it meanwhile do not close the image under the run; the last hold does.
+func TestAHeldPreloadOutlivesItsEviction(t *testing.T) {
+	rt := newRuntime(t, Options{})
+	k := rt.jsEngine()
+	base, err := k.guest()
+	require.NoError(t, err)
+	ctx := context.Background()
+	held, err := k.withPreamble(ctx, base, `globalThis.n = "held";`)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	for i := range maxPreloaded {
+		g, err := k.withPreamble(ctx, base, fmt.Sprintf("globalThis.n = %d;", i))
+		require.NoError(t, err)
+		g.release()
+	}
+	k.preloads.mu.Lock()
+	_, kept := k.preloads.entries[sha256.Sum256([]byte(`globalThis.n = "held";`))]
+	k.preloads.mu.Unlock()
+	require.False(t, kept, "evicted by the eight after it")
+
+	inst, err := rt.newInstance(ctx, held, profiles.MaxMemory)
+	require.NoError(t, err, "the held image is still open")
+	inst.close(ctx)
+	held.release()
+	if held.snap.file != nil && held.snap.image == nil { // an image the last hold closes
+		_, err := rt.newInstance(ctx, held, profiles.MaxMemory)
+		assert.Error(t, err, "closed once the last hold was given back")
+	}
 }

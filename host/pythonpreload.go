@@ -50,18 +50,6 @@ var errPreloadStopped = errors.New("the preamble ran past its time outside any r
 // preamble that needs more is left to the runs, under their own limits.memory.
 const maxPreloadMemory = 256 << 20
 
-// maxPreloadedBytes bounds the preambles kept preloaded (by their source's size): maxPreloaded
-// counts them already, and each image is shared copy-on-write by its runs.
-const maxPreloadedBytes = 64 << 20
-
-// newPreloadCache keeps preloaded interpreters like compiled tools: built once however many runs
-// ask, a run waiting only until its own deadline, an image closed only once no run holds it.
-func newPreloadCache() *moduleCache {
-	c := newModuleCache(maxPreloaded, maxPreloadedBytes)
-	c.closeGuest = func(g *guest) { g.snap.close() } // the interpreter's compiled module stays
-	return c
-}
-
 // withPreamble returns the interpreter's guest with preamble already run, held for the run (its
 // release gives it back), and the key runs name it by; nil when preamble cannot be run outside
 // a run (it fails, logs or was stopped there: each run then runs it itself, as before). The run
