@@ -1,9 +1,11 @@
 // Command loadgen compares the daemon with the library in two processes: trivial JS runs at a
 // fixed concurrency, through POST /v1/runs to a daemon in a child process, and through the
-// library in another child process. It reports runs/s and the CPU per run of the process that
-// ran them (the daemon's, without its client's), alternating the two for a few rounds.
+// library in another child process. It reports runs/s, the CPU and the allocations per run of
+// the process that ran them (the daemon's, without its client's), alternating the two for a few
+// rounds. With -base, the daemon of another build of this program (the previous commit's) runs
+// in each round too, so a change to the daemon is measured against its base in the same run.
 //
-//	go run ./internal/loadgen [-runs 3000] [-c 8] [-rounds 2] [-audit] [-cpuprofile daemon.pprof]
+//	go run ./internal/loadgen [-runs 3000] [-c 8] [-rounds 3] [-audit] [-base OLD] [-profile DIR]
 //
 // Traffic is loopback only; the whole program is bounded by -timeout.
 package main
@@ -21,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -34,15 +37,17 @@ import (
 
 // figure is one side's measurement over its timed window.
 type figure struct {
-	Runs      int     `json:"runs"`
-	PerSecond float64 `json:"per_second"`
-	CPUPerRun int64   `json:"cpu_ns_per_run"` // the measured process's user+system CPU per run
+	Runs         int     `json:"runs"`
+	PerSecond    float64 `json:"per_second"`
+	CPUPerRun    int64   `json:"cpu_ns_per_run"` // the measured process's user+system CPU per run
+	AllocsPerRun int64   `json:"allocs_per_run"` // its heap allocations per run (0 from a build without them)
+	BytesPerRun  int64   `json:"bytes_per_run"`
 }
 
 type options struct {
 	runs, conc, rounds, warm int
 	audit                    bool
-	cpuprofile               string
+	base, profile            string
 	timeout                  time.Duration
 }
 
@@ -55,7 +60,8 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 2, "rounds, each library then daemon")
 	flag.IntVar(&o.warm, "warm", 100, "untimed runs before each side's window")
 	flag.BoolVar(&o.audit, "audit", false, "the daemon writes a synced audit file and journal (default: audit lines discarded)")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write the daemon's CPU profile of the last round's window to `FILE`")
+	flag.StringVar(&o.base, "base", "", "another build of this program (`FILE`) whose daemon is measured in each round too")
+	flag.StringVar(&o.profile, "profile", "", "write CPU and allocation profiles of the last round's windows to `DIR` (daemon.cpu.pprof, library.cpu.pprof, *.allocs.pprof)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the whole program")
 	flag.Parse()
 	var err error
@@ -73,6 +79,9 @@ func main() {
 	}
 }
 
+// round is one round's figures; base is the zero figure without -base.
+type round struct{ lib, daemon, base figure }
+
 // parent runs the rounds and prints each round's figures and the ratios.
 func parent(o options) error {
 	if o.runs < 1 || o.conc < 1 || o.rounds < 1 {
@@ -88,43 +97,68 @@ func parent(o options) error {
 	if err := writeProfile(dir); err != nil {
 		return err
 	}
-	var libs, daemons []figure
+	self, _ := os.Executable()
+	var rounds []round
 	for r := range o.rounds {
-		lf, err := runLib(ctx, dir, o)
-		if err != nil {
-			return fmt.Errorf("library round %d: %w", r+1, err)
-		}
 		prof := ""
 		if r == o.rounds-1 {
-			prof = o.cpuprofile
+			prof = o.profile
 		}
-		df, err := runDaemon(ctx, dir, o, prof)
-		if err != nil {
+		var rd round
+		if rd.lib, err = runLib(ctx, self, dir, o, prof); err != nil {
+			return fmt.Errorf("library round %d: %w", r+1, err)
+		}
+		// With a base, the two daemons take turns at going first, so neither always follows the library.
+		if o.base != "" && r%2 == 0 {
+			if rd.base, err = runDaemon(ctx, o.base, dir, o, ""); err != nil {
+				return fmt.Errorf("base daemon round %d: %w", r+1, err)
+			}
+		}
+		if rd.daemon, err = runDaemon(ctx, self, dir, o, prof); err != nil {
 			return fmt.Errorf("daemon round %d: %w", r+1, err)
 		}
-		libs, daemons = append(libs, lf), append(daemons, df)
-		fmt.Printf("round %d: library %.0f runs/s, %.0f µs CPU/run; daemon %.0f runs/s, %.0f µs CPU/run: runs/s %.2f×, CPU/run %.2f×\n",
-			r+1, lf.PerSecond, us(lf.CPUPerRun), df.PerSecond, us(df.CPUPerRun), df.PerSecond/lf.PerSecond, float64(df.CPUPerRun)/float64(lf.CPUPerRun))
+		if o.base != "" && r%2 == 1 {
+			if rd.base, err = runDaemon(ctx, o.base, dir, o, ""); err != nil {
+				return fmt.Errorf("base daemon round %d: %w", r+1, err)
+			}
+		}
+		rounds = append(rounds, rd)
+		printRound(r+1, rd, o.base != "")
 	}
-	rate, cpu := ratios(libs, daemons)
 	fmt.Printf("median of %d rounds, %d runs at concurrency %d: daemon/library runs/s %.2f× (goal ≥ 0.8), CPU/run %.2f× (goal ≤ 1.2)\n",
-		o.rounds, o.runs, o.conc, rate, cpu)
+		o.rounds, o.runs, o.conc, medianOf(rounds, func(r round) float64 { return r.daemon.PerSecond / r.lib.PerSecond }),
+		medianOf(rounds, func(r round) float64 { return cpuRatio(r.daemon, r.lib) }))
+	if o.base != "" {
+		fmt.Printf("median of %d rounds: base daemon/library CPU/run %.2f×; daemon/base daemon CPU/run %.3f×, runs/s %.3f×\n",
+			o.rounds, medianOf(rounds, func(r round) float64 { return cpuRatio(r.base, r.lib) }),
+			medianOf(rounds, func(r round) float64 { return cpuRatio(r.daemon, r.base) }),
+			medianOf(rounds, func(r round) float64 { return r.daemon.PerSecond / r.base.PerSecond }))
+	}
 	return nil
 }
 
-func us(ns int64) float64 { return float64(ns) / 1e3 }
-
-// ratios is the median, over rounds, of daemon/library runs/s and CPU per run.
-func ratios(libs, daemons []figure) (rate, cpu float64) {
-	var rs, cs []float64
-	for i := range libs {
-		rs = append(rs, daemons[i].PerSecond/libs[i].PerSecond)
-		cs = append(cs, float64(daemons[i].CPUPerRun)/float64(libs[i].CPUPerRun))
+func printRound(n int, rd round, base bool) {
+	side := func(f figure) string {
+		return fmt.Sprintf("%.0f runs/s, %.0f µs CPU/run, %d allocs/run (%d B)", f.PerSecond, us(f.CPUPerRun), f.AllocsPerRun, f.BytesPerRun)
 	}
-	return median(rs), median(cs)
+	fmt.Printf("round %d: library %s; daemon %s: runs/s %.2f×, CPU/run %.2f×\n",
+		n, side(rd.lib), side(rd.daemon), rd.daemon.PerSecond/rd.lib.PerSecond, cpuRatio(rd.daemon, rd.lib))
+	if base {
+		fmt.Printf("round %d: base daemon %s: CPU/run %.2f× the library's; daemon/base CPU/run %.3f×\n",
+			n, side(rd.base), cpuRatio(rd.base, rd.lib), cpuRatio(rd.daemon, rd.base))
+	}
 }
 
-func median(v []float64) float64 {
+func cpuRatio(a, b figure) float64 { return float64(a.CPUPerRun) / float64(b.CPUPerRun) }
+
+func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// medianOf is the median over rounds of f.
+func medianOf(rounds []round, f func(round) float64) float64 {
+	v := make([]float64, 0, len(rounds))
+	for _, r := range rounds {
+		v = append(v, f(r))
+	}
 	sort.Float64s(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
@@ -145,17 +179,20 @@ func getenv(k string) string {
 	return os.Getenv(k) // PLIMSOLL_CACHE_DIR
 }
 
-// child starts this program again in role, with the parent's flags.
-func child(ctx context.Context, role, dir string, o options) *exec.Cmd {
-	self, _ := os.Executable()
-	cmd := exec.CommandContext(ctx, self, "-role", role, "-dir", dir, "-runs", fmt.Sprint(o.runs), "-c", fmt.Sprint(o.conc),
+// child starts bin (this program, or the -base build) in role, with the parent's flags.
+func child(ctx context.Context, bin, role, dir string, o options) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, "-role", role, "-dir", dir, "-runs", fmt.Sprint(o.runs), "-c", fmt.Sprint(o.conc),
 		"-warm", fmt.Sprint(o.warm), fmt.Sprintf("-audit=%t", o.audit))
 	cmd.Stderr = os.Stderr
 	return cmd
 }
 
-func runLib(ctx context.Context, dir string, o options) (figure, error) {
-	out, err := child(ctx, "lib", dir, o).Output()
+func runLib(ctx context.Context, bin, dir string, o options, profile string) (figure, error) {
+	cmd := child(ctx, bin, "lib", dir, o)
+	if profile != "" {
+		cmd.Args = append(cmd.Args, "-profile", profile)
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		return figure{}, err
 	}
@@ -177,15 +214,62 @@ func libChild(dir string, o options) error {
 	}
 	tool := host.JSTool("t.js", "return 1")
 	run := func() error { return rt.Run(ctx, tool, p, nil).Err }
-	f, err := window(o, run, processCPU)
+	f, err := window(o, run, newMeter(o.profile, "library"))
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(f)
 }
 
-// window makes o.warm untimed runs, then o.runs at o.conc, and measures them with cpu.
-func window(o options, run func() error, cpu func() time.Duration) (figure, error) {
+// sample is what a process has used so far.
+type sample struct {
+	cpu            time.Duration
+	mallocs, bytes uint64
+}
+
+// newMeter samples this process; with a profile directory, the profiles cover the time from
+// its first sample to its second.
+func newMeter(dir, side string) func() sample {
+	if dir != "" {
+		runtime.MemProfileRate = 64 << 10 // finer than the default, for a window of a few seconds
+	}
+	calls := 0
+	var cpuFile *os.File
+	return func() sample {
+		calls++
+		if dir != "" && calls == 1 {
+			writeAllocs(filepath.Join(dir, side+".allocs0.pprof"))
+		}
+		if cpuFile != nil && calls == 2 {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		smp := sample{cpu: processCPU(), mallocs: m.Mallocs, bytes: m.TotalAlloc}
+		if dir != "" && calls == 2 {
+			writeAllocs(filepath.Join(dir, side+".allocs.pprof"))
+		}
+		if dir != "" && calls == 1 {
+			if f, err := os.Create(filepath.Join(dir, side+".cpu.pprof")); err == nil && pprof.StartCPUProfile(f) == nil {
+				cpuFile = f
+			}
+		}
+		return smp
+	}
+}
+
+// writeAllocs writes the allocation profile as of a collection just made.
+func writeAllocs(path string) {
+	runtime.GC()
+	if f, err := os.Create(path); err == nil {
+		defer f.Close()
+		pprof.Lookup("allocs").WriteTo(f, 0)
+	}
+}
+
+// window makes o.warm untimed runs, then o.runs at o.conc, and measures them with meter.
+func window(o options, run func() error, meter func() sample) (figure, error) {
 	for range o.warm {
 		if err := run(); err != nil {
 			return figure{}, err
@@ -199,7 +283,7 @@ func window(o options, run func() error, cpu func() time.Duration) (figure, erro
 	var first error
 	var once sync.Once
 	var wg sync.WaitGroup
-	c0, t0 := cpu(), time.Now()
+	s0, t0 := meter(), time.Now()
 	for range o.conc {
 		wg.Add(1)
 		go func() {
@@ -212,19 +296,21 @@ func window(o options, run func() error, cpu func() time.Duration) (figure, erro
 		}()
 	}
 	wg.Wait()
-	wall, used := time.Since(t0), cpu()-c0
+	wall, s1 := time.Since(t0), meter()
 	if first != nil {
 		return figure{}, first
 	}
-	return figure{Runs: o.runs, PerSecond: float64(o.runs) / wall.Seconds(), CPUPerRun: int64(used) / int64(o.runs)}, nil
+	n := int64(o.runs)
+	return figure{Runs: o.runs, PerSecond: float64(o.runs) / wall.Seconds(), CPUPerRun: int64(s1.cpu-s0.cpu) / n,
+		AllocsPerRun: int64(s1.mallocs-s0.mallocs) / n, BytesPerRun: int64(s1.bytes-s0.bytes) / n}, nil
 }
 
-// runDaemon starts a daemon child and drives the window over HTTP from this process; the CPU
-// measured is the daemon's, asked of it over its stdin before and after.
-func runDaemon(ctx context.Context, dir string, o options, cpuprofile string) (figure, error) {
-	cmd := child(ctx, "daemon", dir, o)
-	if cpuprofile != "" {
-		cmd.Args = append(cmd.Args, "-cpuprofile", cpuprofile)
+// runDaemon starts a daemon child of bin and drives the window over HTTP from this process; what
+// is measured is the daemon's, asked of it over its stdin before and after.
+func runDaemon(ctx context.Context, bin, dir string, o options, profile string) (figure, error) {
+	cmd := child(ctx, bin, "daemon", dir, o)
+	if profile != "" {
+		cmd.Args = append(cmd.Args, "-profile", profile)
 	}
 	in, _ := cmd.StdinPipe()
 	outPipe, _ := cmd.StdoutPipe()
@@ -240,17 +326,17 @@ func runDaemon(ctx context.Context, dir string, o options, cpuprofile string) (f
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.conc * 2}}
 	run := func() error { return post(ctx, hc, api) }
-	daemonCPU := func() time.Duration {
+	meter := func() sample {
 		fmt.Fprintln(in, "cpu")
 		s, err := line(out)
 		if err != nil {
-			return 0
+			return sample{}
 		}
-		var ns int64
-		fmt.Sscan(s, &ns)
-		return time.Duration(ns)
+		var smp sample
+		fmt.Sscan(s, &smp.cpu, &smp.mallocs, &smp.bytes) // a build before allocations answers the CPU only
+		return smp
 	}
-	return window(o, run, daemonCPU)
+	return window(o, run, meter)
 }
 
 func line(s *bufio.Scanner) (string, error) {
@@ -282,8 +368,9 @@ func post(ctx context.Context, hc *http.Client, api string) error {
 	return nil
 }
 
-// daemonChild serves on loopback, prints its API address, answers "cpu" on stdin with its CPU
-// time in nanoseconds (a CPU profile runs between the first and the second), and shuts down
+// daemonChild serves on loopback and, once the daemon's start-up work is done (the JS engine
+// warm and the Python interpreter's first start, which the daemon does in the background),
+// prints its API address; it answers "cpu" on stdin with a sample of itself, and shuts down
 // on EOF.
 func daemonChild(dir string, o options) error {
 	tmp, err := os.MkdirTemp("", "loadgen-daemon")
@@ -291,8 +378,9 @@ func daemonChild(dir string, o options) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	started := make(chan struct{})
 	cfg := server.Config{Listen: "127.0.0.1:0", Admin: "off", ProfilesDir: dir, Getenv: getenv,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AuditOut: io.Discard}
+		Logger: slog.New(&startWatch{Handler: slog.NewJSONHandler(io.Discard, nil), started: started}), AuditOut: io.Discard}
 	if o.audit {
 		cfg.AuditFile = filepath.Join(tmp, "audit.jsonl")
 	}
@@ -303,42 +391,52 @@ func daemonChild(dir string, o options) error {
 	go func() { done <- server.Run(ctx, cfg) }()
 	select {
 	case api := <-ready:
+		select {
+		case <-started:
+		case <-time.After(startWait):
+			cancel()
+			<-done
+			return fmt.Errorf("the daemon did not log %q within %v (loadgen waits for that line of server.warm)", pythonReady, startWait)
+		}
 		fmt.Println(api)
 	case err := <-done:
 		cancel()
 		return err
 	}
-	answerCPU(os.Stdin, cpuprofileFlag())
+	answer(os.Stdin, newMeter(o.profile, "daemon"))
 	cancel()
 	return <-done
 }
 
-func cpuprofileFlag() string {
-	if f := flag.Lookup("cpuprofile"); f != nil {
-		return f.Value.String()
-	}
-	return ""
+// pythonReady is server.warm's line when its start-up work is done; startWait bounds the wait
+// for it (the interpreter's first start takes seconds on an empty cache).
+const (
+	pythonReady = "python ready"
+	startWait   = 2 * time.Minute
+)
+
+// startWatch closes started when the daemon logs the end of its start-up work: the Python
+// interpreter started, or failed to (server.warm's two last lines).
+type startWatch struct {
+	slog.Handler
+	started chan struct{}
+	once    sync.Once
 }
 
-// answerCPU answers each "cpu" line with the process's CPU time; with a profile file, the
-// profile covers the time from the first answer to the second.
-func answerCPU(r io.Reader, profile string) {
+func (w *startWatch) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == pythonReady || strings.HasPrefix(r.Message, "the Python interpreter did not start") {
+		w.once.Do(func() { close(w.started) })
+	}
+	return w.Handler.Handle(ctx, r)
+}
+
+// answer answers each "cpu" line with a sample: CPU nanoseconds, allocations and bytes allocated.
+func answer(r io.Reader, meter func() sample) {
 	s := bufio.NewScanner(r)
-	asked := 0
 	for s.Scan() {
-		if s.Text() != "cpu" {
-			continue
-		}
-		asked++
-		if profile != "" && asked == 2 {
-			pprof.StopCPUProfile()
-		}
-		fmt.Println(int64(processCPU()))
-		if profile != "" && asked == 1 {
-			if f, err := os.Create(profile); err == nil {
-				defer f.Close()
-				pprof.StartCPUProfile(f)
-			}
+		if s.Text() == "cpu" {
+			smp := meter()
+			fmt.Println(int64(smp.cpu), smp.mallocs, smp.bytes)
 		}
 	}
 }
