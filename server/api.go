@@ -73,26 +73,40 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// counted records every answer by route pattern (never the raw path) and status code.
+// counted records every answer by route pattern (never the raw path) and status code, as its
+// status goes out: a client that has the answer finds it counted. A handler that writes
+// nothing is counted when it returns (net/http answers 200).
 func (s *Server) counted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		s.metrics.request(r.Pattern, rec.code)
+		rec := &statusRecorder{ResponseWriter: w, metrics: s.metrics, req: r}
+		next.ServeHTTP(rec, r) // the mux sets r.Pattern before the handler writes
+		rec.record(http.StatusOK)
 	})
 }
 
 type statusRecorder struct {
 	http.ResponseWriter
-	code  int
-	wrote bool
+	metrics *metrics
+	req     *http.Request
+	wrote   bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.code, r.wrote = code, true
-	}
+	r.record(code)
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.record(http.StatusOK) // a write without WriteHeader answers 200
+	return r.ResponseWriter.Write(b)
+}
+
+// record counts the answer's status, once.
+func (r *statusRecorder) record(code int) {
+	if !r.wrote {
+		r.wrote = true
+		r.metrics.request(r.req.Pattern, code)
+	}
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -288,16 +302,16 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, c *Client, p *p
 	release() // the run has ended: its slot is free before its audit line and answer go out
 	s.plane.ended(runID)
 	span.end(res)
-	a := s.finish(c, res, time.Since(t0))
+	a, body := s.finish(c, res, time.Since(t0))
 	if st != nil {
 		st.finish(a)
 		return
 	}
-	writeJSON(w, http.StatusOK, a) // under a write deadline (clientwrite.go)
+	writeBody(w, http.StatusOK, body) // under a write deadline (clientwrite.go)
 }
 
 // finish writes the audit line (synced) and records the run; the answer may go out after it.
-func (s *Server) finish(c *Client, res host.Result, took time.Duration) runAnswer {
+func (s *Server) finish(c *Client, res host.Result, took time.Duration) (runAnswer, []byte) {
 	res.Audit.Client = c.Name
 	return s.finishRecord(res, took)
 }
@@ -312,8 +326,9 @@ func (s *Server) writeAudit(a broker.Audit) {
 }
 
 // finishRecord is finish with the audit's client names set (an MCP run's names its MCP client
-// too).
-func (s *Server) finishRecord(res host.Result, took time.Duration) runAnswer {
+// too). It returns the answer and its JSON body, encoded once: the recent-runs ring counts its
+// size, and a waited run's answer is these bytes.
+func (s *Server) finishRecord(res host.Result, took time.Duration) (runAnswer, []byte) {
 	s.writeAudit(res.Audit)
 	if s.journal != nil {
 		s.journal.End(res.Audit.RunID)
@@ -324,8 +339,9 @@ func (s *Server) finishRecord(res host.Result, took time.Duration) runAnswer {
 	if a.Trace == nil {
 		a.Trace = []broker.TraceEntry{}
 	}
-	s.recent.put(a.RunID, res.Audit.Client, a)
-	return a
+	body := encodeJSON(a)
+	s.recent.put(a.RunID, res.Audit.Client, a, max(len(body)-1, 0)) // the JSON's size, without the newline
+	return a, body
 }
 
 // runContext ends with the request, at the drain deadline, or after the request's timeout.

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -19,15 +20,34 @@ func writeDeadline(n int) time.Time {
 	return time.Now().Add(WriteGrace + time.Duration(n/WriteRate)*time.Second)
 }
 
+// answerNotEncoded is the body of an answer whose value could not be encoded.
+const answerNotEncoded = `{"error":"the answer could not be encoded","status":500}` + "\n"
+
 // writeJSON answers v with code, under a write deadline for its size.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	writeBody(w, code, encodeJSON(v))
+}
+
+// encodeJSON is v's JSON and a newline, as an answer's body; nil when v cannot be encoded.
+func encodeJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, code = []byte(`{"error":"the answer could not be encoded","status":500}`), http.StatusInternalServerError
+		return nil
+	}
+	return append(b, '\n')
+}
+
+// writeBody answers body, a JSON value and a newline from encodeJSON, with code; a nil body
+// (the value could not be encoded) answers 500. With its length, the answer goes out in one
+// write (no chunk and terminator), so whatever must be visible to its reader is done before.
+func writeBody(w http.ResponseWriter, code int, body []byte) {
+	if body == nil {
+		body, code = []byte(answerNotEncoded), http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
-	writeBytes(w, append(b, '\n'))
+	writeBytes(w, body)
 }
 
 // writeBytes writes b and flushes it, under a write deadline for its size; the error is the

@@ -44,9 +44,11 @@ func newRing(n int) *ring {
 	return &ring{maxRuns: n, maxBytes: RecentBytes, byID: map[string]recentRun{}, byClient: map[string]*clientRuns{}}
 }
 
-func (r *ring) put(id, client string, a runAnswer) {
-	a = keepable(a)
-	size := answerSize(a)
+// put keeps a, whose JSON is size bytes (the caller has encoded it, to answer it).
+func (r *ring) put(id, client string, a runAnswer, size int) {
+	if k := keepable(a); len(k.Truncated) > len(a.Truncated) {
+		a, size = k, answerSize(k) // cut: it holds less than its answer did
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(r.byID) > 0 && (len(r.byID) >= r.maxRuns || r.bytes+size > r.maxBytes) {

@@ -27,7 +27,8 @@ func TestHostileFiguresRing(t *testing.T) {
 	out, _ := json.Marshal(strings.Repeat("o", 1<<20))
 	log := strings.Repeat("l", 256<<10)
 	for i := range 2000 {
-		r.put(fmt.Sprintf("run-%d", i), fmt.Sprintf("client-%d", i%4), runAnswer{RunID: fmt.Sprint(i), Output: out, Log: log})
+		a := runAnswer{RunID: fmt.Sprint(i), Output: out, Log: log}
+		r.put(fmt.Sprintf("run-%d", i), fmt.Sprintf("client-%d", i%4), a, answerSize(a))
 	}
 	h := heap()
 	r.mu.Lock()
