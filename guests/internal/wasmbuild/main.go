@@ -17,6 +17,10 @@
 // pinned clang-19 and wasi-libc (see quickjs.go), and also writes guests/quickjs/LICENSE.quickjs-ng
 // from the tarball.
 //
+// With -native PATH it builds no target: it compiles the same QuickJS-ng sources and patches for
+// the machine running it (-native-m32: for i386), with a driver that runs and times a tool
+// (guests/quickjs/src/native/driver.c), for measuring the engine outside wasm.
+//
 // The python target is CPython (guests/python/build/build.sh, see python.go): it writes
 // guests/python/python.wasm.gz, stdlib.zip.gz, LICENSE.cpython and INPUTS.sha256, the hashes of
 // its inputs. Its build is long, so -check skips it while INPUTS.sha256 matches and says so;
@@ -82,11 +86,21 @@ func main() {
 	check := flag.Bool("check", false, "compare fresh builds with the committed files instead of writing them")
 	flag.StringVar(&quickjsTarballPath, "quickjs-tarball", "", "the pinned QuickJS-ng source tarball `PATH` (default: "+quickjsTarball+" in $PLIMSOLL_VENDOR_DIR)")
 	flag.BoolVar(&full, "full", false, "with -check, also rebuild targets whose recorded inputs are unchanged (python)")
+	flag.BoolVar(&quickjsNames, "quickjs-names", false, "keep the JS engine's function names, for a profiler (same code; not to be committed)")
+	native := flag.String("native", "", "build the JS engine natively with its timing driver into `PATH` (for profiling; no target is built)")
+	m32 := flag.Bool("native-m32", false, "with -native, build for i386 (32-bit values, as in wasm32)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [-quickjs-tarball PATH] [target ...]\ntargets: %s\n", targetNames())
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: wasmbuild [-check] [-quickjs-tarball PATH] [target ...]\n       wasmbuild -native PATH [-native-m32] [-quickjs-tarball PATH]\ntargets: %s\n", targetNames())
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *native != "" {
+		if err := runNative(*native, *m32); err != nil {
+			fmt.Fprintln(os.Stderr, "wasmbuild:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*check, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "wasmbuild:", err)
 		os.Exit(1)

@@ -70,6 +70,10 @@ func quickjsCompileFlags(tmp string) []string {
 	}
 }
 
+// quickjsNames is the -quickjs-names flag: keep the function names (a name section) in the
+// module, for a profiler; the code is the same bytes. Such a module is not committed.
+var quickjsNames bool
+
 // quickjsTarballPath is the -quickjs-tarball flag: the pinned tarball's path, "" for the vendor
 // directory's copy.
 var quickjsTarballPath string
@@ -175,8 +179,10 @@ func buildQuickJS(root, tmp string) ([]byte, map[string][]byte, error) {
 
 	out := filepath.Join(work, "engine.wasm")
 	link := []string{"--target=wasm32-wasi", "-fuse-ld=lld", "-mexec-model=reactor",
-		"-Wl,--stack-first", "-Wl,-z,stack-size=" + strconv.Itoa(quickjsStackSize), "-Wl,--strip-all",
-		"-Wl,--no-entry"}
+		"-Wl,--stack-first", "-Wl,-z,stack-size=" + strconv.Itoa(quickjsStackSize), "-Wl,--no-entry"}
+	if !quickjsNames {
+		link = append(link, "-Wl,--strip-all")
+	}
 	for _, u := range units {
 		link = append(link, u.obj)
 	}
