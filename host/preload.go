@@ -105,7 +105,12 @@ func (k *jsKind) preload(base *guest, preamble string) (*guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := snapshotOf(inst.mod, base.snap.globals)
+	return snapshotGuest(base, inst.mod)
+}
+
+// snapshotGuest is base, starting from mod's current state instead of base's snapshot.
+func snapshotGuest(base *guest, mod api.Module) (*guest, error) {
+	snap, err := snapshotOf(mod, base.snap.globals)
 	if err != nil {
 		return nil, err
 	}

@@ -115,13 +115,7 @@ func (k *pythonKind) preload(ctx context.Context, base *guest, preamble, key str
 	case log.Len() > 0: // what it writes belongs in every run's log or output
 		return nil, errors.New("the preamble logs when it runs")
 	}
-	snap, err := snapshotOf(inst.mod, base.snap.globals)
-	if err != nil {
-		return nil, err
-	}
-	g := *base
-	g.snap = snap
-	return &g, nil
+	return snapshotGuest(base, inst.mod)
 }
 
 // stopOnYield makes the guest's yields end it once ctx is done or the runtime closed.
