@@ -385,6 +385,23 @@ func (s *Server) warm(ctx context.Context) {
 		return
 	}
 	s.log.Info("python ready", "start_ms", time.Since(t0).Milliseconds())
+	s.warmPreambles(ctx)
+}
+
+// warmPreambles evaluates every served profile's clients (specgen's JS and Python preambles)
+// once in the background, so no profile's first run pays for it; a profile whose preamble
+// cannot be read is named in the log and left to its runs, which report it.
+func (s *Server) warmPreambles(ctx context.Context) {
+	t0 := time.Now()
+	for _, p := range s.store.Profiles() {
+		if err := s.rt.PreparePreambles(ctx, p); err != nil {
+			if errors.Is(err, host.ErrClosed) || ctx.Err() != nil {
+				return // shut down first
+			}
+			s.log.Warn("a profile's client was not preloaded: its runs evaluate it", "profile", p.Name, "error", err.Error())
+		}
+	}
+	s.log.Info("clients preloaded", "profiles", len(s.store.Profiles()), "ms", time.Since(t0).Milliseconds())
 }
 
 // drain stops taking runs, lets in-flight ones finish within Drain (or until ctx ends), cancels
