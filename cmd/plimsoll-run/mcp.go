@@ -82,7 +82,14 @@ func cmdMCP(ctx context.Context, args []string, e env) int {
 		return exitTool
 	}
 	defer rt.Close(context.Background())
-	go rt.PreparePython() // a Python call then starts in milliseconds; a failure is reported by that call
+	go func() { // a Python call then starts in milliseconds; a failure is reported by that call
+		rt.PreparePython()
+		for _, p := range list { // and no tool's first call pays for its profile's clients
+			if err := rt.PreparePreambles(ctx, p); errors.Is(err, host.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+		}
+	}()
 	backend := &mcpserver.Local{Runtime: rt, Served: list, Audit: audit.write}
 	srv := mcpserver.New(mcpserver.Options{Backend: backend, Logger: log})
 
